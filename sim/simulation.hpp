@@ -1,0 +1,88 @@
+// fusesim engine: one independent discrete-event simulation on SystemC's kernel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace fusesim::sim {
+
+class TraceSink;
+
+/// Simulated time in seconds (double). All public engine APIs take and return seconds relative to
+/// the start of the owning Simulation, so many simulations can run back to back in one process.
+using Seconds = double;
+
+/// A cancellable handle for a scheduled callback.
+struct Timer {
+  uint64_t id = 0;
+  bool valid() const { return id != 0; }
+};
+
+/**
+ * One simulation run. Owns an agenda of timed callbacks driven by a single SystemC method process
+ * (spawned with sc_spawn on construction) and one sc_event: time only advances by notifying that
+ * event at the next agenda time, never by ticking. Components (FlowNetwork, SlotPool, CommandQueue,
+ * OpServer) schedule their own work through at()/after().
+ *
+ * Many Simulation objects may be created and run one after another in the same process (SystemC
+ * elaborates once; each run spawns its own process and runs sc_start() until the agenda is empty).
+ * Only one Simulation may run at a time (SystemC has one kernel per process); run() is not
+ * re-entrant. Not thread-safe.
+ *
+ * Errors: std::logic_error if a callback is scheduled in the past, or run() is called twice.
+ */
+class Simulation {
+ public:
+  Simulation();
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  /// Current time in seconds since this simulation's start.
+  Seconds now() const;
+  /// Schedule fn at absolute time t (seconds since start; t >= now()). Callbacks at equal time
+  /// run in the order they were scheduled.
+  Timer at(Seconds t, std::function<void()> fn);
+  /// Schedule fn after delay seconds (delay >= 0).
+  Timer after(Seconds delay, std::function<void()> fn) { return at(now() + delay, std::move(fn)); }
+  /// Cancel a timer that has not fired yet (no-op otherwise).
+  void cancel(Timer t);
+  /// Run until no work is left. Returns the time of the last event (seconds).
+  Seconds run();
+  /// Number of agenda callbacks executed so far (engine statistics).
+  uint64_t events_processed() const { return events_; }
+
+  /// Optional trace sink shared by this simulation's components (may be null).
+  void set_trace(TraceSink* sink) { trace_ = sink; }
+  TraceSink* trace() const { return trace_; }
+
+ private:
+  struct Item {
+    Seconds t;
+    uint64_t seq;
+    uint64_t id;
+    std::function<void()> fn;
+  };
+  struct Later {
+    bool operator()(const Item& a, const Item& b) const {
+      return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+    }
+  };
+  void step();  // body of the SystemC method process
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::priority_queue<Item, std::vector<Item>, Later> agenda_;
+  std::vector<uint64_t> cancelled_;  // sorted ids of cancelled timers still in the agenda
+  uint64_t next_seq_ = 0;
+  uint64_t next_id_ = 1;
+  uint64_t events_ = 0;
+  double t0_ps_ = 0;  // sc_time_stamp() at construction, in ps
+  bool ran_ = false;
+  TraceSink* trace_ = nullptr;
+};
+
+}  // namespace fusesim::sim
