@@ -1,0 +1,332 @@
+#include "hw/hardware.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace fusesim::hw {
+
+const char* quantity_name(Quantity q) {
+  switch (q) {
+    case Quantity::Count: return "count";
+    case Quantity::Ratio: return "ratio";
+    case Quantity::Time: return "time";
+    case Quantity::Bandwidth: return "bandwidth";
+    case Quantity::Bytes: return "bytes";
+    case Quantity::Frequency: return "frequency";
+    case Quantity::FlopRate: return "flop rate";
+  }
+  return "?";
+}
+
+const char* display_unit(Quantity q) {
+  switch (q) {
+    case Quantity::Time: return "us";
+    case Quantity::Bandwidth: return "GBps";
+    case Quantity::Bytes: return "MiB";
+    case Quantity::Frequency: return "MHz";
+    case Quantity::FlopRate: return "TFLOPs";
+    default: return "";
+  }
+}
+
+double to_display(Quantity q, double si) {
+  switch (q) {
+    case Quantity::Time: return si * 1e6;
+    case Quantity::Bandwidth: return si / 1e9;
+    case Quantity::Bytes: return si / (1024.0 * 1024.0);
+    case Quantity::Frequency: return si / 1e6;
+    case Quantity::FlopRate: return si / 1e12;
+    default: return si;
+  }
+}
+
+const char* provenance_name(Provenance p) {
+  switch (p) {
+    case Provenance::Spec: return "spec";
+    case Provenance::Measured: return "measured";
+    case Provenance::Library: return "library";
+    case Provenance::Derived: return "derived";
+    case Provenance::Fitted: return "fitted";
+  }
+  return "?";
+}
+
+std::optional<Provenance> parse_provenance(const std::string& s) {
+  if (s == "spec") return Provenance::Spec;
+  if (s == "measured") return Provenance::Measured;
+  if (s == "library") return Provenance::Library;
+  if (s == "derived") return Provenance::Derived;
+  if (s == "fitted") return Provenance::Fitted;
+  return std::nullopt;
+}
+
+void ParamRegistry::add(const std::vector<ParamDecl>& decls) {
+  for (const auto& d : decls) {
+    if (index_.count(d.key)) throw std::logic_error("parameter declared twice: " + d.key);
+    index_[d.key] = decls_.size();
+    decls_.push_back(d);
+  }
+}
+
+const ParamDecl* ParamRegistry::find(const std::string& key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &decls_[it->second];
+}
+
+FileError::FileError(const std::string& file, int line, const std::string& key, const std::string& what)
+    : std::runtime_error(fmt::format("{}:{}: {}{}", file, line, key.empty() ? "" : "'" + key + "': ", what)) {}
+
+namespace {
+struct UnitDef { const char* unit; double factor; };
+
+const std::vector<UnitDef>& units_for(Quantity q) {
+  static const std::vector<UnitDef> time{{"ps", 1e-12}, {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
+  static const std::vector<UnitDef> bw{{"Bps", 1},        {"KBps", 1e3},        {"MBps", 1e6},
+                                       {"GBps", 1e9},     {"TBps", 1e12},       {"KiBps", 1024.0},
+                                       {"MiBps", 1048576.0}, {"GiBps", 1073741824.0}, {"bps", 0.125},
+                                       {"Kbps", 125.0},   {"Mbps", 125e3},      {"Gbps", 125e6},
+                                       {"Tbps", 125e9}};
+  static const std::vector<UnitDef> bytes{{"B", 1},   {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+                                          {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+                                          {"TiB", 1099511627776.0}};
+  static const std::vector<UnitDef> freq{{"Hz", 1}, {"KHz", 1e3}, {"MHz", 1e6}, {"GHz", 1e9}};
+  static const std::vector<UnitDef> flops{{"FLOPs", 1}, {"GFLOPs", 1e9}, {"TFLOPs", 1e12}, {"PFLOPs", 1e15}};
+  static const std::vector<UnitDef> none{};
+  switch (q) {
+    case Quantity::Time: return time;
+    case Quantity::Bandwidth: return bw;
+    case Quantity::Bytes: return bytes;
+    case Quantity::Frequency: return freq;
+    case Quantity::FlopRate: return flops;
+    default: return none;
+  }
+}
+
+std::string expected_units(Quantity q) {
+  std::string s;
+  for (const auto& u : units_for(q)) s += (s.empty() ? "" : ", ") + std::string(u.unit);
+  return s.empty() ? "a plain number" : "a number with one of: " + s;
+}
+}  // namespace
+
+double parse_quantity(Quantity q, const std::string& text) {
+  static const std::regex re(R"(^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re))
+    throw std::invalid_argument(fmt::format("'{}' is not a {} (expected {})", text, quantity_name(q), expected_units(q)));
+  const double num = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  const auto& units = units_for(q);
+  if (units.empty()) {
+    if (!unit.empty())
+      throw std::invalid_argument(fmt::format("'{}': a {} takes no unit", text, quantity_name(q)));
+    if (q == Quantity::Count && num != std::floor(num))
+      throw std::invalid_argument(fmt::format("'{}': a count must be an integer", text));
+    return num;
+  }
+  if (unit.empty())
+    throw std::invalid_argument(fmt::format("'{}' has no unit (expected {})", text, expected_units(q)));
+  for (const auto& u : units)
+    if (unit == u.unit) return num * u.factor;
+  throw std::invalid_argument(fmt::format("'{}': unknown unit '{}' for a {} (expected {})", text, unit, quantity_name(q), expected_units(q)));
+}
+
+std::string format_quantity(Quantity q, double si) {
+  const char* u = display_unit(q);
+  return fmt::format("{:.6g}{}", to_display(q, si), u);
+}
+
+namespace {
+int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+std::string scalar(const YAML::Node& n, const std::string& file, const std::string& key) {
+  if (!n || !n.IsScalar()) throw FileError(file, line_of(n), key, "expected a scalar value");
+  return n.as<std::string>();
+}
+}  // namespace
+
+Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) {
+  Hardware hw;
+  hw.path_ = path;
+  hw.registry_ = &registry;
+  std::ifstream in(path);
+  if (!in) throw FileError(path, 0, "", "cannot open hardware file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level");
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string top = it->first.as<std::string>();
+    const YAML::Node& node = it->second;
+    if (top == "name") { hw.name_ = scalar(node, path, top); continue; }
+    if (top == "description") { hw.description_ = scalar(node, path, top); continue; }
+    if (top == "topology") {
+      if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected a mapping {gpus: N, kind: ...}");
+      for (auto t = node.begin(); t != node.end(); ++t) {
+        const std::string k = t->first.as<std::string>();
+        if (k == "kind") hw.topology_kind_ = scalar(t->second, path, "topology.kind");
+        else {
+          try {
+            hw.topology_ints_[k] = t->second.as<int>();
+          } catch (const YAML::Exception&) {
+            throw FileError(path, line_of(t->second), "topology." + k, "expected an integer");
+          }
+        }
+      }
+      if (!hw.topology_ints_.count("gpus")) throw FileError(path, line_of(node), "topology.gpus", "missing");
+      hw.gpus_ = hw.topology_ints_["gpus"];
+      if (hw.gpus_ < 1) throw FileError(path, line_of(node), "topology.gpus", "must be >= 1");
+      continue;
+    }
+    if (!node.IsMap())
+      throw FileError(path, line_of(node), top, "unknown top-level key (expected name, description, topology, or a parameter section)");
+    for (auto p = node.begin(); p != node.end(); ++p) {
+      const std::string key = top + "." + p->first.as<std::string>();
+      const YAML::Node& v = p->second;
+      const ParamDecl* decl = registry.find(key);
+      if (!decl) throw FileError(path, line_of(p->first), key, "unknown parameter (see `fusesim params` for the declared ones)");
+      if (!v.IsMap()) throw FileError(path, line_of(v), key, "expected {value: ..., kind: ..., source: ...}");
+      static const std::set<std::string> allowed{"value", "kind", "source", "fitted_from", "fitted_on", "commit", "sigma", "note"};
+      for (auto f = v.begin(); f != v.end(); ++f)
+        if (!allowed.count(f->first.as<std::string>()))
+          throw FileError(path, line_of(f->first), key + "." + f->first.as<std::string>(),
+                          "unknown field (expected value, kind, source, fitted_from, fitted_on, commit, sigma, note)");
+      if (!v["value"]) throw FileError(path, line_of(v), key, "missing 'value'");
+      if (!v["kind"]) throw FileError(path, line_of(v), key, "missing 'kind' (spec, measured, library, derived or fitted)");
+      if (!v["source"]) throw FileError(path, line_of(v), key, "missing 'source'");
+      Value val;
+      val.line = line_of(v["value"]);
+      val.text = scalar(v["value"], path, key + ".value");
+      try {
+        val.si = parse_quantity(decl->quantity, val.text);
+      } catch (const std::invalid_argument& e) {
+        throw FileError(path, val.line, key, e.what());
+      }
+      if (!(val.si >= decl->lower && val.si <= decl->upper))
+        throw FileError(path, val.line, key,
+                        fmt::format("value {} is outside [{}, {}]", val.text, format_quantity(decl->quantity, decl->lower),
+                                    format_quantity(decl->quantity, decl->upper)));
+      auto kind = parse_provenance(scalar(v["kind"], path, key + ".kind"));
+      if (!kind) throw FileError(path, line_of(v["kind"]), key, "kind must be spec, measured, library, derived or fitted");
+      val.kind = *kind;
+      val.source = scalar(v["source"], path, key + ".source");
+      if (v["fitted_from"]) {
+        if (!v["fitted_from"].IsSequence()) throw FileError(path, line_of(v["fitted_from"]), key, "fitted_from must be a list");
+        for (const auto& s : v["fitted_from"]) val.fitted_from.push_back(s.as<std::string>());
+      }
+      if (v["fitted_on"]) val.fitted_on = scalar(v["fitted_on"], path, key + ".fitted_on");
+      if (v["commit"]) val.fitted_commit = scalar(v["commit"], path, key + ".commit");
+      if (v["sigma"]) {
+        try {
+          val.fit_sigma_si = parse_quantity(decl->quantity, scalar(v["sigma"], path, key + ".sigma"));
+        } catch (const std::invalid_argument& e) {
+          throw FileError(path, line_of(v["sigma"]), key + ".sigma", e.what());
+        }
+      }
+      if (hw.values_.count(key)) throw FileError(path, val.line, key, "set twice");
+      hw.values_[key] = std::move(val);
+    }
+  }
+  if (hw.name_.empty()) throw FileError(path, 1, "name", "missing");
+  if (hw.gpus_ == 0) throw FileError(path, 1, "topology", "missing (expected {gpus: N, kind: ...})");
+  return hw;
+}
+
+double Hardware::get(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end())
+    throw std::out_of_range(fmt::format("{}: parameter '{}' is not set in this hardware file", path_, key));
+  return it->second.si;
+}
+
+double Hardware::get_or(const std::string& key, double fallback) const {
+  auto it = values_.find(key);
+  return it == values_.end() ? fallback : it->second.si;
+}
+
+const Value& Hardware::value(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end())
+    throw std::out_of_range(fmt::format("{}: parameter '{}' is not set in this hardware file", path_, key));
+  return it->second;
+}
+
+void Hardware::set(const std::string& key, Value v) { values_[key] = std::move(v); }
+
+void Hardware::set_si(const std::string& key, double si) {
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    Value v;
+    v.si = si;
+    v.kind = Provenance::Derived;
+    v.source = "set programmatically";
+    values_[key] = v;
+  } else {
+    it->second.si = si;
+  }
+  if (const ParamDecl* d = registry_ ? registry_->find(key) : nullptr) values_[key].text = format_quantity(d->quantity, si);
+}
+
+void Hardware::require(const std::vector<std::string>& keys) const {
+  for (const auto& k : keys)
+    if (!values_.count(k)) throw FileError(path_, 0, k, "required by the model but not set in this hardware file");
+}
+
+int Hardware::topology_int(const std::string& key, int fallback) const {
+  auto it = topology_ints_.find(key);
+  return it == topology_ints_.end() ? fallback : it->second;
+}
+
+std::string Hardware::to_yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << name_;
+  if (!description_.empty()) out << YAML::Key << "description" << YAML::Value << description_;
+  out << YAML::Key << "topology" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "kind" << YAML::Value << topology_kind_;
+  for (const auto& [k, v] : topology_ints_) out << YAML::Key << k << YAML::Value << v;
+  out << YAML::EndMap;
+  // Group by section, keeping key order stable (std::map is sorted).
+  std::string section;
+  bool open = false;
+  for (const auto& [key, v] : values_) {
+    const auto dot = key.find('.');
+    const std::string sec = key.substr(0, dot), name = key.substr(dot + 1);
+    if (sec != section) {
+      if (open) out << YAML::EndMap;
+      out << YAML::Key << sec << YAML::Value << YAML::BeginMap;
+      section = sec;
+      open = true;
+    }
+    out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    const ParamDecl* d = registry_ ? registry_->find(key) : nullptr;
+    std::string text = v.text;
+    if (v.kind == Provenance::Fitted && d) text = format_quantity(d->quantity, v.si);
+    out << YAML::Key << "value" << YAML::Value << YAML::DoubleQuoted << text;
+    out << YAML::Key << "kind" << YAML::Value << provenance_name(v.kind);
+    out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << v.source;
+    if (!v.fitted_from.empty()) {
+      out << YAML::Key << "fitted_from" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& s : v.fitted_from) out << s;
+      out << YAML::EndSeq;
+    }
+    if (!v.fitted_on.empty()) out << YAML::Key << "fitted_on" << YAML::Value << v.fitted_on;
+    if (!v.fitted_commit.empty()) out << YAML::Key << "commit" << YAML::Value << v.fitted_commit;
+    if (v.fit_sigma_si > 0 && d) out << YAML::Key << "sigma" << YAML::Value << YAML::DoubleQuoted << format_quantity(d->quantity, v.fit_sigma_si);
+    out << YAML::EndMap;
+  }
+  if (open) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace fusesim::hw
