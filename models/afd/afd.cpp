@@ -1,0 +1,681 @@
+// AFD exchange model on the fusesim engine. Mechanisms from AFD.md (read from the transport's code
+// by others); every cost is a hardware parameter (params.cpp), none is a measured point.
+#include "models/afd/afd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/flow.hpp"
+#include "sim/servers.hpp"
+#include "sim/simulation.hpp"
+
+namespace fusesim::afd {
+namespace {
+
+constexpr double kUs = 1e-6;
+
+/// Per-token dispatch metadata: top-k expert ids and weights (4 B each) plus a 64-B header, which
+/// puts a BF16 hidden-2048 token at ~4.2 KB (AFD.md: "4096 B + metadata ~ 4.2 KB at top-k 8").
+double meta_bytes(int topk) { return topk * 8.0 + 64.0; }
+
+/// Channel of token t of source `src` among `sources`: t mod C, or rotated by src*C/sources.
+int channel_of(int t, int src, int sources, int C, bool rotate) {
+  const int off = rotate ? int((int64_t(src) * C) / std::max(1, sources)) : 0;
+  return (t + off) % C;
+}
+
+struct Ctx {
+  const hw::Hardware& hw;
+  const AfdCase& c;
+  sim::TraceSink* trace;
+  sim::Simulation sim;
+  sim::FlowNetwork net{sim};
+  AfdResult res;
+  double P(const std::string& k) const { return hw.get(k); }
+  Ctx(const hw::Hardware& h, const AfdCase& cc, sim::TraceSink* t) : hw(h), c(cc), trace(t) {
+    sim.set_trace(t);
+  }
+  /// Record a kernel span (seconds) on device d.
+  void kernel(int d, const std::string& role, const std::string& name, double t0, double t1) {
+    res.kernels.push_back({d, role, name, t0 / kUs, t1 / kUs});
+  }
+};
+
+/// A countdown latch: fn runs when count() reached zero (immediately if created at zero).
+struct Latch {
+  int n = 0;
+  std::function<void()> fn;
+  void arm(int count, std::function<void()> f) {
+    n = count;
+    fn = std::move(f);
+    if (n == 0) { auto g = fn; g(); }
+  }
+  void down() {
+    if (--n == 0 && fn) { auto g = fn; g(); }
+  }
+};
+
+// ====================================== NVLink domain ============================================
+// Devices: FFN ranks 0..F-1, Attention ranks F..F+A-1 (the seed's device numbering).
+void run_nvlink(Ctx& x) {
+  const AfdCase& c = x.c;
+  const int A = c.attention_ranks, F = c.ffn_ranks, N = A + F, T = c.tokens;
+  const bool masked = c.path == "masked";
+  const int C = channels_of(c.transport_sms);
+  const int sms = c.transport_sms;
+  int combine_sms_attn = c.combine_sms > 0 ? c.combine_sms : sms;
+  int combine_sms_ffn = c.ffn_combine_sms > 0 ? c.ffn_combine_sms : combine_sms_attn;
+  (void)combine_sms_attn;
+  const Routing r = route(A, F, T, c.topk, c.experts, c.capacity, c.seed);
+  const double tok = double(c.hidden) * c.dtype_bytes;
+  const double dtok = tok + meta_bytes(c.topk);
+  const double gap = x.P("afd.kernel_gap");
+  const double nvl_lat = x.P("nvlink.latency");
+  const double port = x.P("nvlink.sm_store_peak");
+  auto& sim = x.sim;
+  auto& net = x.net;
+
+  std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N);
+  for (int g = 0; g < N; ++g) {
+    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
+    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
+    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
+                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
+    gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.P("afd.combine_gather_peak"));
+  }
+  auto dev_attn = [&](int a) { return F + a; };
+
+  // ---- timeline state ----
+  std::vector<double> disp_end(N, 0), epi_end(N, 0), comb_start(N, 0), comb_end(N, 0), red_end(N, 0),
+      epi_start(N, 0), in_done(N, 0), comb_flows_done(N, 0);
+  std::vector<double> in_bytes(N, 0), rows_bytes(N, 0);
+  const double t_first = x.P("afd.dispatch_fixed");
+
+  auto L_disp_all = std::make_shared<Latch>();
+  std::vector<Latch> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
+  auto L_comb_all = std::make_shared<Latch>();
+  auto L_ffn_comb_end = std::make_shared<Latch>();
+
+  // ---- reduce epilogue at Attention ranks (and idle kernels of masked FFN ranks) ----
+  auto start_reduce = [&](int d, double t0) {
+    double dur;
+    if (d >= F) {
+      int fh = 0;
+      for (int f = 0; f < F; ++f) fh += r.tokens_to[d - F][f] > 0;
+      const double bytes = double(T) * (fh + 1) * tok;
+      dur = x.P("afd.reduce_fixed") + x.P("afd.reduce_per_source") * fh + bytes / x.P("gpu.hbm_copy_bandwidth");
+    } else {
+      dur = x.P("masked.idle_epilogue");
+    }
+    red_end[d] = t0 + dur;
+    x.kernel(d, d >= F ? "attention" : "ffn", "combine_reduce_epilogue", t0, t0 + dur);
+  };
+
+  // ---- combine ----
+  auto finish_attention_combine = [&](int d, double t_end) {
+    comb_end[d] = t_end;
+    x.kernel(d, d >= F ? "attention" : "ffn", "combine_impl", comb_start[d], t_end);
+    if (d >= F || masked) sim.at(t_end + gap, [&, d] { start_reduce(d, sim.now()); });
+  };
+  auto ffn_combine = [&](int f) {
+    comb_start[f] = sim.now();
+    const double t_send = sim.now() + x.P("afd.combine_fixed");
+    const int Cc = channels_of(combine_sms_ffn);
+    // Flows per (combine SM, Attention destination): reduced rows of the tokens whose channel
+    // (t mod Cc) belongs to that SM; the SM reads every expert row it reduces.
+    std::vector<sim::ResourceId> csm(combine_sms_ffn);
+    for (int s = 0; s < combine_sms_ffn; ++s)
+      csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.P("afd.combine_row_rate"));
+    struct Acc { double tokens = 0, rows = 0; };
+    std::vector<Acc> acc(size_t(combine_sms_ffn) * A);
+    for (int a = 0; a < A; ++a)
+      for (int t = 0; t < T; ++t) {
+        const int n = r.rows[a][size_t(t) * F + f];
+        if (!n) continue;
+        const int s = channel_of(t, a, A, Cc, c.rotate_channels) / 8;
+        acc[size_t(s) * A + a].tokens += 1;
+        acc[size_t(s) * A + a].rows += n;
+      }
+    int nflows = 0;
+    for (auto& q : acc) nflows += q.tokens > 0;
+    L_comb_out[f].arm(nflows, [&, f] {
+      comb_flows_done[f] = sim.now();
+      double t_end = sim.now() + x.P("afd.combine_finish");
+      if (c.grid_sync_exit) t_end += x.P("afd.grid_sync_exit");
+      if (masked) { L_comb_all->down(); return; }
+      finish_attention_combine(f, t_end);
+      L_ffn_comb_end->down();
+    });
+    for (int s = 0; s < combine_sms_ffn; ++s)
+      for (int a = 0; a < A; ++a) {
+        const Acc& q = acc[size_t(s) * A + a];
+        if (q.tokens <= 0) continue;
+        const double w = q.rows / q.tokens;
+        sim::FlowSpec fs;
+        fs.name = fmt::format("combine f{}->a{} sm{}", f, a, s);
+        fs.bytes = q.tokens * tok;
+        fs.path = {{csm[s], w}, {gather[f], w}, {eg[f], 1.0}, {in[dev_attn(a)], 1.0}};
+        fs.start_latency = (t_send - sim.now()) + nvl_lat;
+        fs.lane = fmt::format("gpu{}/combine_flows", f);
+        const int da = dev_attn(a);
+        fs.on_done = [&, f, da] { L_comb_out[f].down(); L_comb_in[da].down(); };
+        net.start(std::move(fs));
+      }
+  };
+
+  // ---- epilogue (FFN expansion; idle on masked Attention ranks) ----
+  auto start_epilogue = [&](int d) {
+    const double t0 = sim.now();
+    if (d >= F) {  // masked Attention rank: nothing to expand
+      const double t1 = t0 + x.P("masked.idle_epilogue");
+      epi_end[d] = t1;
+      x.kernel(d, "attention", "dispatch_copy_epilogue", std::min(t0, epi_start[d]), t1);
+      sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
+      return;
+    }
+    sim::FlowSpec fs;
+    fs.name = fmt::format("expand gpu{}", d);
+    fs.bytes = in_bytes[d] + rows_bytes[d];
+    fs.path = {{hbm[d], 1.0}};
+    fs.start_latency = x.P("afd.epilogue_fixed");
+    fs.on_done = [&, d] {
+      epi_end[d] = sim.now();
+      x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d]), sim.now());
+      sim.after(gap, [&, d] { ffn_combine(d); });
+    };
+    net.start(std::move(fs));
+  };
+
+  // ---- dispatch ----
+  for (int f = 0; f < F; ++f) {
+    for (int a = 0; a < A; ++a) {
+      in_bytes[f] += r.tokens_to[a][f] * dtok;
+      rows_bytes[f] += r.rows_to[a][f] * tok;
+    }
+  }
+  auto end_dispatch = [&](int d, double t_end) {
+    disp_end[d] = t_end;
+    // Count trigger: the epilogue is launched once a share of the FFN's ingress has arrived.
+    epi_start[d] = t_first + x.P("afd.count_trigger_fraction") * std::max(0.0, in_done[d] - t_first);
+    if (d < F) {
+      sim.at(t_end, [&, d] { start_epilogue(d); });
+    } else {
+      if (masked) sim.at(t_end + gap, [&, d] { start_epilogue(d); });
+      else sim.at(t_end + gap, [&, d] { comb_start[d] = sim.now(); });
+    }
+  };
+  // Per (Attention rank, SM, FFN): tokens and the longest per-channel chain.
+  struct Grp { double tokens = 0; int chain = 0; };
+  std::vector<Grp> grp(size_t(A) * sms * F);
+  for (int a = 0; a < A; ++a) {
+    std::vector<int> per_ch(size_t(C) * F, 0);
+    for (int t = 0; t < T; ++t) {
+      const int ch = channel_of(t, a, A, C, c.rotate_channels);
+      for (int f = 0; f < F; ++f)
+        if (r.hits[a][t] >> f & 1) {
+          Grp& g = grp[(size_t(a) * sms + ch / 8) * F + f];
+          g.tokens += 1;
+          g.chain = std::max(g.chain, ++per_ch[size_t(ch) * F + f]);
+        }
+    }
+  }
+  int total_flows = 0;
+  std::vector<int> out_flows(A, 0), in_flows(F, 0);
+  for (int a = 0; a < A; ++a)
+    for (int s = 0; s < sms; ++s)
+      for (int f = 0; f < F; ++f)
+        if (grp[(size_t(a) * sms + s) * F + f].tokens > 0) { ++out_flows[a]; ++in_flows[f]; ++total_flows; }
+  const double fin = x.P("afd.dispatch_finish");
+  const double masked_disp = masked ? x.P("masked.dispatch_extra") + x.P("masked.per_source") * A : 0.0;
+  L_disp_all->arm(total_flows, [&, masked_disp, fin] {
+    if (!masked) return;
+    const double t_end = sim.now() + fin + masked_disp;
+    for (int d = 0; d < N; ++d) { in_done[d] = sim.now(); end_dispatch(d, t_end); }
+  });
+  for (int a = 0; a < A; ++a)
+    L_out[a].arm(out_flows[a], [&, a, fin] { if (!masked) end_dispatch(dev_attn(a), sim.now() + fin); });
+  for (int f = 0; f < F; ++f)
+    L_in[f].arm(in_flows[f], [&, f, fin] {
+      in_done[f] = sim.now();
+      if (!masked) end_dispatch(f, sim.now() + fin);
+    });
+  std::vector<sim::ResourceId> sm_res(size_t(A) * sms);
+  for (int a = 0; a < A; ++a)
+    for (int s = 0; s < sms; ++s)
+      sm_res[size_t(a) * sms + s] = net.add_resource(fmt::format("gpu{}/transport_sm{}", dev_attn(a), s),
+                                                     x.P("afd.sm_store_rate"));
+  const double tser = x.P("afd.token_serial");
+  for (int a = 0; a < A; ++a)
+    for (int s = 0; s < sms; ++s)
+      for (int f = 0; f < F; ++f) {
+        const Grp& g = grp[(size_t(a) * sms + s) * F + f];
+        if (g.tokens <= 0) continue;
+        sim::FlowSpec fs;
+        fs.name = fmt::format("dispatch a{}->f{} sm{}", a, f, s);
+        fs.bytes = g.tokens * dtok;
+        fs.path = {{sm_res[size_t(a) * sms + s], 1.0}, {eg[dev_attn(a)], 1.0}, {in[f], 1.0}};
+        fs.start_latency = t_first + nvl_lat + tser * g.chain;
+        fs.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
+        fs.on_done = [&, a, f] { L_out[a].down(); L_in[f].down(); L_disp_all->down(); };
+        net.start(std::move(fs));
+      }
+
+  // ---- Attention combine end: every FFN's finish flags (AFD) / the global combine (masked) ----
+  const int ffn_with_data = [&] {
+    int n = 0;
+    for (int f = 0; f < F; ++f) {
+      bool any = false;
+      for (int a = 0; a < A; ++a) any |= r.tokens_to[a][f] > 0;
+      n += any;
+    }
+    return n;
+  }();
+  L_ffn_comb_end->arm(ffn_with_data, [&] {
+    double t = sim.now() + nvl_lat;
+    for (int a = 0; a < A; ++a) {
+      const int d = dev_attn(a);
+      const double t_min = comb_start[d] + x.P("afd.combine_fixed") + x.P("afd.combine_finish");
+      finish_attention_combine(d, std::max(t, t_min));
+    }
+  });
+  int masked_comb = 0;
+  for (int f = 0; f < F; ++f) masked_comb += (in_bytes[f] > 0);
+  if (masked)
+    L_comb_all->arm(masked_comb, [&] {
+      const double t_end = sim.now() + x.P("afd.combine_finish") + x.P("masked.combine_extra") +
+                           (c.grid_sync_exit ? x.P("afd.grid_sync_exit") : 0.0);
+      for (int d = 0; d < N; ++d) finish_attention_combine(d, std::max(t_end, comb_start[d]));
+    });
+
+  sim.run();
+  if (auto st = net.stalled(); !st.empty())
+    throw std::logic_error("afd model: stalled flow " + st.front());
+
+  // ---- results ----
+  double span = 0;
+  for (int a = 0; a < A; ++a) span = std::max(span, red_end[dev_attn(a)]);
+  const double period = span + x.P("afd.exchange_gap");
+  // Attention dispatch kernels start at 0; the FFN ranks (and masked everything) launched their
+  // dispatch right after their previous exchange ended: steady state, one period earlier.
+  for (int a = 0; a < A; ++a) x.kernel(dev_attn(a), "attention", "dispatch_impl", 0.0, disp_end[dev_attn(a)]);
+  for (int f = 0; f < F; ++f) {
+    const double last = masked ? red_end[f] : comb_end[f];
+    const double start = std::min(0.0, last - period + gap);
+    x.kernel(f, "ffn", "dispatch_impl", start, disp_end[f]);
+  }
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+    return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
+  });
+  x.res.span_us = span / kUs;
+  x.res.period_us = period / kUs;
+  x.res.exchange_us = (span + x.P("afd.timer_offset")) / kUs;
+  x.res.channels = C;
+  double tb = 0;
+  for (int f = 0; f < F; ++f) tb += in_bytes[f];
+  x.res.extra["dispatch_bytes"] = tb;
+  x.res.extra["routing_dropped_rows"] = r.dropped_rows;
+}
+
+// ======================================== across pods ============================================
+// Devices: FFN GPUs 0..F-1 (FFN pod), Attention GPU (s, l) = F + s*P + l. Rail peer of (s, l): FFN l.
+void run_pods(Ctx& x) {
+  const AfdCase& c = x.c;
+  const int A = c.attention_ranks, F = c.ffn_ranks, T = c.tokens;
+  const int P = x.hw.topology_int("gpus_per_pod", 4);
+  const int S = (A + P - 1) / P;
+  const int N = F + A;
+  const bool masked = c.path == "masked";
+  const int sms = c.transport_sms, C = channels_of(sms);
+  const Routing r = route(A, F, T, c.topk, c.experts, c.capacity, c.seed);
+  const double tok = double(c.hidden) * c.dtype_bytes, dtok = tok + meta_bytes(c.topk);
+  auto& sim = x.sim;
+  auto& net = x.net;
+  const double gap = x.P("afd.kernel_gap"), wire = x.P("nic.wire_latency");
+  const double nicbw = x.P("nic.payload_bandwidth"), port = x.P("nvlink.sm_store_peak");
+  const double t_db = x.P("nic.doorbell_cost"), t_req = x.P("nic.atomic_requester_cost"),
+               t_resp = x.P("nic.atomic_responder_cost"), t_cpl = x.P("nic.completion_cost"),
+               t_poll = x.P("nic.full_queue_poll");
+  const int depth = int(x.P("nic.queue_depth"));
+  const int qps_per_peer = std::min<int>(int(x.P("nic.qps_per_peer")), sms);
+  auto dev = [&](int a) { return F + a; };
+  auto rail = [&](int a) { return (a % P) % F; };
+
+  std::vector<sim::ResourceId> tx(N), rx(N), eg(N), in(N), fwd(F), hbm(N);
+  for (int g = 0; g < N; ++g) {
+    tx[g] = net.add_resource(fmt::format("nic{}/tx", g), nicbw);
+    rx[g] = net.add_resource(fmt::format("nic{}/rx", g), nicbw);
+    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
+    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
+    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
+                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
+  }
+  for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.P("hybrid.forward_bandwidth"));
+  std::vector<std::unique_ptr<sim::OpServer>> req(N), resp(N);
+  for (int g = 0; g < N; ++g) {
+    req[g] = std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/requester", g), t_req);
+    resp[g] = std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/responder", g), t_resp);
+  }
+  x.res.nics.resize(N);
+  for (int g = 0; g < N; ++g) x.res.nics[g] = {g, g < F ? "ffn" : "attention"};
+
+  // Sources of each FFN GPU's NIC: hybrid = its rail peers; direct = every Attention GPU.
+  std::vector<std::vector<int>> srcs(F);
+  for (int a = 0; a < A; ++a) {
+    if (c.hybrid) srcs[rail(a)].push_back(a);
+    else for (int f = 0; f < F; ++f) srcs[f].push_back(a);
+  }
+  // Channel occupancy per (source, channel): tokens; per (FFN, channel): tokens over its sources.
+  std::vector<std::vector<int>> ch_tokens(A, std::vector<int>(C, 0));
+  for (int a = 0; a < A; ++a)
+    for (int t = 0; t < T; ++t) ch_tokens[a][channel_of(t, a, A, C, c.rotate_channels)]++;
+
+  /// Post a group of finish signals from an SM of device `from` to device `to`: the SM pays the
+  /// doorbell (+ completion, + poll when the queue pair is full) per post, the requester NIC its
+  /// per-op cost, the wire its latency, the responder NIC `resp_ops` atomics. `done` runs when the
+  /// responder has served them.
+  struct PostCounter { std::vector<long> per_qp; };
+  std::vector<std::vector<long>> qp_posts(N, std::vector<long>(size_t(N) * qps_per_peer, 0));
+  auto post_group = [&](int from, int to, int sm, int posts, int resp_ops, int inline_ops, bool own_completion,
+                        std::function<void()> done) {
+    long& on_qp = qp_posts[from][size_t(to) * qps_per_peer + sm % qps_per_peer];
+    int polls = 0;
+    for (int i = 0; i < posts; ++i) if (++on_qp > depth) ++polls;
+    x.res.nics[from].atomics_out += posts - inline_ops;
+    x.res.nics[from].inline_writes_out += inline_ops;
+    x.res.nics[from].polls += polls;
+    x.res.nics[to].atomics_in += resp_ops;
+    const double sm_cost = posts * (t_db + (own_completion ? t_cpl : 0.0)) + polls * t_poll;
+    sim.after(sm_cost, [&, from, to, posts, resp_ops, done] {
+      req[from]->submit_cost(posts * t_req, [&, to, resp_ops, done] {
+        sim.after(wire, [&, to, resp_ops, done] {
+          if (resp_ops == 0) { done(); return; }
+          resp[to]->submit_cost(resp_ops * t_resp, done, fmt::format("{} finish atomics", resp_ops));
+        });
+      }, fmt::format("{} posts", posts));
+    });
+  };
+
+  std::vector<double> disp_end(N, 0), epi_end(N, 0), comb_start(N, 0), comb_end(N, 0), done_end(N, 0);
+  std::vector<Latch> L_ffn_disp(F), L_attn_disp(A), L_ffn_comb(F), L_attn_comb(A), L_fwd_in(F);
+  std::vector<Latch> L_ffn_exit(F);
+
+  // ------------------------------------------------------------------ combine ----
+  auto attn_combine_done = [&](int a) {
+    const int d = dev(a);
+    comb_end[d] = sim.now() + x.P("afd.combine_finish");
+    x.kernel(d, "attention", "hybrid_combine", comb_start[d], comb_end[d]);
+    for (int f = 0; f < F; ++f) L_ffn_exit[f].down();
+  };
+  auto ffn_combine = [&](int f) {
+    comb_start[f] = sim.now();
+    const double t0 = x.P("hybrid.combine_fixed");
+    // Serial per-source chain (AFD.md): the expert warp sends up to 4S rows, then S reduce+put steps.
+    int max_pairs = 0;
+    {
+      std::vector<int> pairs(C, 0);
+      for (int a = 0; a < A; ++a)
+        for (int t = 0; t < T; ++t)
+          if (r.hits[a][t] >> f & 1) max_pairs = std::max(max_pairs, ++pairs[channel_of(t, a, A, C, c.rotate_channels)]);
+    }
+    const int nsrc = int(srcs[f].size());
+    const double chain = max_pairs * x.P("hybrid.combine_row_serial") +
+                         (c.hybrid ? nsrc * x.P("hybrid.reduce_put_per_source") : 0.0);
+    // Payload: the reduced rows back to every source (over its rail forwarder in hybrid).
+    std::vector<std::pair<int, double>> flows;  // (source, bytes)
+    for (int a : srcs[f]) {
+      const double b = c.hybrid ? double(T) * tok : r.tokens_to[a][f] * tok;
+      if (b > 0) flows.push_back({a, b});
+    }
+    const int nfl = int(flows.size());
+    L_ffn_comb[f].arm(nfl + 1, [&, f] {
+      // Finish atomics: one per (channel, source), C*S per FFN NIC (AFD.md); each with its own
+      // WQE, doorbell and completion. What-ifs: skip empty channels / inline data-less finishes.
+      auto L_post = std::make_shared<Latch>();
+      int groups = 0;
+      std::vector<std::tuple<int, int, int, int, int>> todo;  // a, sm, posts, resp_ops, inline
+      for (int a : srcs[f]) {
+        for (int s = 0; s < sms; ++s) {
+          int posts = 0, data = 0;
+          for (int ch = 8 * s; ch < 8 * s + 8; ++ch) {
+            const bool has = ch_tokens[a][ch] > 0;
+            data += has;
+            posts += (c.skip_empty_finish && !has) ? 0 : 1;
+          }
+          if (c.skip_empty_finish && s == 0) posts += 1;  // the designated release per pair
+          if (posts == 0) continue;
+          const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
+          // The Attention NIC sees C*F in (AFD.md): every channel's finish counts once per FFN rank.
+          const int rops = (posts - inl) * (c.hybrid ? F : 1);
+          todo.emplace_back(a, s, posts, rops, inl);
+          ++groups;
+        }
+      }
+      L_post->arm(groups, [&, f] {
+        comb_end[f] = sim.now() + x.P("afd.combine_finish");
+        x.kernel(f, "ffn", "hybrid_combine", comb_start[f], comb_end[f]);
+        sim.at(comb_end[f] + gap, [&, f] {
+          const double t1 = sim.now();
+          L_ffn_exit[f].arm(A, [&, f, t1] {
+            const double e = std::max(sim.now() + wire, t1) +
+                             x.P("hybrid.exit_per_source") * double(A);
+            done_end[f] = e;
+            x.kernel(f, "ffn", "afdep_ffn_complete", t1, e);
+          });
+        });
+        for (int a : srcs[f]) L_attn_comb[a].down();
+      });
+      for (auto& [a, s, posts, rops, inl] : todo)
+        post_group(f, dev(a), s, posts, rops, inl, true, [L_post] { L_post->down(); });
+    });
+    sim.after(t0 + chain, [&, f] { L_ffn_comb[f].down(); });
+    for (auto& [a, b] : flows) {
+      sim::FlowSpec fs;
+      fs.name = fmt::format("combine f{}->a{}", f, a);
+      fs.bytes = b;
+      fs.path = {{tx[f], 1.0}, {rx[dev(a)], 1.0}};
+      if (c.hybrid) fs.path.push_back({fwd[f], 1.0});
+      fs.start_latency = t0 + wire;
+      fs.lane = fmt::format("nic{}/payload", f);
+      x.res.nics[f].payload_writes += 1;
+      fs.on_done = [&, f, a = a] { L_ffn_comb[f].down(); L_attn_comb[a].down(); };
+      net.start(std::move(fs));
+    }
+  };
+  // Attention combine ends when its payload arrived and every FFN source's finishes were served.
+  for (int a = 0; a < A; ++a) {
+    int need = 0;
+    for (int f = 0; f < F; ++f)
+      for (int s : srcs[f]) if (s == a) need += 1 + ((c.hybrid ? double(T) * tok : r.tokens_to[a][f] * tok) > 0);
+    L_attn_comb[a].arm(need, [&, a] { attn_combine_done(a); });
+  }
+
+  // ------------------------------------------------------------------ epilogue ----
+  auto ffn_epilogue = [&](int f) {
+    const double t0 = sim.now();
+    double bytes = 0;
+    for (int a = 0; a < A; ++a) bytes += r.tokens_to[a][f] * dtok + r.rows_to[a][f] * tok;
+    sim::FlowSpec fs;
+    fs.name = fmt::format("expand gpu{}", f);
+    fs.bytes = bytes;
+    fs.path = {{hbm[f], 1.0}};
+    fs.start_latency = x.P("afd.epilogue_fixed");
+    fs.on_done = [&, f, t0] {
+      epi_end[f] = sim.now();
+      x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
+      sim.after(gap, [&, f] { ffn_combine(f); });
+    };
+    net.start(std::move(fs));
+  };
+
+  // ------------------------------------------------------------------ dispatch ----
+  const double t_disp = x.P("hybrid.dispatch_fixed") + (c.hybrid ? 0.0 : x.P("hybrid.direct_fixed")) +
+                        (masked && c.hybrid ? x.P("hybrid.masked_extra") + x.P("hybrid.masked_per_source") * S : 0.0);
+  // FFN f's dispatch ends when (i) all C*S finish atomics of its sources were served, (ii) the
+  // serial forwarding of the tokens on its busiest channel is done and (iii) every payload byte
+  // addressed to it (RDMA + NVLink forward) arrived.
+  std::vector<int> fwd_chain(F, 0);
+  for (int f = 0; f < F; ++f) {
+    std::vector<int> per(C, 0);
+    for (int a : srcs[f])
+      for (int ch = 0; ch < C; ++ch) fwd_chain[f] = std::max(fwd_chain[f], per[ch] += ch_tokens[a][ch]);
+  }
+  std::vector<int> ffn_in_flows(F, 0), atomics_groups(F, 0);
+  struct DFlow { int a, g; double bytes, ib_weight; };
+  std::vector<DFlow> dflows;
+  for (int a = 0; a < A; ++a) {
+    double sum = 0;
+    for (int g = 0; g < F; ++g) sum += r.tokens_to[a][g] * dtok;
+    const double ib_once = double(T) * dtok;  // hybrid: each token crosses IB once per FFN node
+    for (int g = 0; g < F; ++g) {
+      const double b = r.tokens_to[a][g] * dtok;
+      if (b <= 0) continue;
+      dflows.push_back({a, g, b, c.hybrid ? ib_once / sum : 1.0});
+      ffn_in_flows[g]++;
+    }
+  }
+  std::vector<double> atomics_done(F, 0);
+  std::vector<Latch> L_atomics(F);
+  for (int g = 0; g < F; ++g) {
+    // forwarders feeding g: every rail FFN in hybrid (their chains), itself in direct mode.
+    const int fw = c.hybrid ? F : 0;
+    L_ffn_disp[g].arm(ffn_in_flows[g] + fw + (c.hybrid ? 0 : 1), [&, g] {
+      disp_end[g] = sim.now() + x.P("afd.dispatch_finish");
+      x.kernel(g, "ffn", "hybrid_dispatch", 0.0, disp_end[g]);
+      sim.at(disp_end[g] + gap, [&, g] { ffn_epilogue(g); });
+    });
+  }
+  for (int f = 0; f < F; ++f) {
+    int groups = 0;
+    for (int a : srcs[f]) for (int s = 0; s < sms; ++s) (void)a, (void)s, ++groups;
+    L_atomics[f].arm(groups, [&, f] {
+      atomics_done[f] = sim.now();
+      if (c.hybrid) {
+        const double chain = fwd_chain[f] * x.P("hybrid.forward_per_token");
+        sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].down(); });
+      } else {
+        L_ffn_disp[f].down();
+      }
+    });
+  }
+  // Attention side: payload flows, then finish atomics per SM group.
+  for (int a = 0; a < A; ++a) {
+    int nfl = 0;
+    for (auto& d : dflows) nfl += d.a == a;
+    L_attn_disp[a].arm(nfl, [&, a] {
+      // Finish atomics: one per (channel, FFN rank): C*F posts at the Attention NIC (AFD.md); the
+      // rail FFN NIC serves one per (channel, source): C*S at each FFN NIC.
+      auto L_post = std::make_shared<Latch>();
+      std::vector<std::tuple<int, int, int, int, int>> todo;  // to, sm, posts, resp_ops, inline
+      for (int f = 0; f < F; ++f) {
+        bool is_src = false;
+        for (int s : srcs[f]) is_src |= s == a;
+        if (!is_src) continue;
+        for (int s = 0; s < sms; ++s) {
+          int posts = 0, data = 0;
+          for (int ch = 8 * s; ch < 8 * s + 8; ++ch) {
+            const bool has = ch_tokens[a][ch] > 0;
+            data += has;
+            posts += (c.skip_empty_finish && !has) ? 0 : 1;
+          }
+          if (c.skip_empty_finish && s == 0) posts += 1;
+          const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
+          const int rops = posts - inl;
+          const int nposts = posts * (c.hybrid ? F : 1);
+          todo.emplace_back(f, s, nposts, rops, inl * (c.hybrid ? F : 1));
+        }
+      }
+      L_post->arm(int(todo.size()), [&, a] {
+        disp_end[dev(a)] = sim.now() + x.P("afd.dispatch_finish");
+        x.kernel(dev(a), "attention", "hybrid_dispatch", 0.0, disp_end[dev(a)]);
+        sim.at(disp_end[dev(a)] + gap, [&, a] { comb_start[dev(a)] = sim.now(); });
+      });
+      for (auto& [f, s, nposts, rops, inl] : todo)
+        post_group(dev(a), f, s, nposts, rops, inl, false, [&, L_post, f = f] {
+          L_atomics[f].down();
+          L_post->down();
+        });
+    });
+  }
+  for (auto& d : dflows) {
+    sim::FlowSpec fs;
+    fs.name = fmt::format("dispatch a{}->f{}", d.a, d.g);
+    fs.bytes = d.bytes;
+    const int rf = c.hybrid ? rail(d.a) : d.g;
+    fs.path = {{tx[dev(d.a)], d.ib_weight}, {rx[rf], d.ib_weight}};
+    if (c.hybrid) {
+      fs.path.push_back({fwd[rf], 1.0});
+      if (rf != d.g) { fs.path.push_back({eg[rf], 1.0}); fs.path.push_back({in[d.g], 1.0}); }
+    }
+    fs.start_latency = t_disp + wire;
+    fs.lane = fmt::format("nic{}/payload", dev(d.a));
+    x.res.nics[dev(d.a)].payload_writes += 1;
+    fs.on_done = [&, a = d.a, g = d.g] { L_attn_disp[a].down(); L_ffn_disp[g].down(); };
+    net.start(std::move(fs));
+  }
+
+  sim.run();
+  if (auto st = net.stalled(); !st.empty()) throw std::logic_error("afd model: stalled flow " + st.front());
+  double span = 0, ffn_span = 0;
+  for (int a = 0; a < A; ++a) span = std::max(span, comb_end[dev(a)]);
+  for (int f = 0; f < F; ++f) ffn_span = std::max(ffn_span, done_end[f]);
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+    return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
+  });
+  // Steady state: the next exchange cannot start before the FFN pod's exit barrier completes.
+  const double cycle = std::max(span, ffn_span);
+  x.res.span_us = span / kUs;
+  x.res.period_us = (cycle + x.P("afd.exchange_gap")) / kUs;
+  x.res.exchange_us = (cycle + x.P("afd.timer_offset")) / kUs;
+  x.res.channels = C;
+  x.res.cross_node = true;
+  x.res.extra["sources_per_ffn_nic"] = double(srcs[0].size());
+  x.res.extra["attention_domains"] = S;
+  x.res.extra["routing_dropped_rows"] = r.dropped_rows;
+}
+
+}  // namespace
+
+void validate(const AfdCase& c, const hw::Hardware& hw) {
+  auto bad = [](const std::string& k, const std::string& m) { throw std::invalid_argument("afd case: " + k + ": " + m); };
+  if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked") bad("path", "expected afd, afd_shared or masked, got '" + c.path + "'");
+  if (c.attention_ranks < 1) bad("attention_ranks", "must be >= 1");
+  if (c.ffn_ranks < 1) bad("ffn_ranks", "must be >= 1");
+  if (c.tokens < 1) bad("tokens", "must be >= 1");
+  const int sm = int(hw.get_or("gpu.sm_count", 132));
+  if (c.transport_sms < 1 || c.transport_sms > sm) bad("transport_sms", fmt::format("must be in 1..{}", sm));
+  if (c.combine_sms < 0 || c.combine_sms > sm) bad("combine_sms", fmt::format("must be in 0..{}", sm));
+  if (c.ffn_combine_sms < 0 || c.ffn_combine_sms > sm) bad("ffn_combine_sms", fmt::format("must be in 0..{}", sm));
+  if (c.hidden < 1) bad("hidden", "must be >= 1");
+  if (c.dtype_bytes < 1) bad("dtype_bytes", "must be >= 1");
+  if (c.topk < 1 || c.topk > c.experts) bad("topk", "must be in 1..experts");
+  if (c.experts % c.ffn_ranks) bad("experts", "must be a multiple of ffn_ranks");
+  const bool pods = hw.topology_kind() == "pods";
+  const int domain = pods ? hw.topology_int("gpus_per_pod", 4) : hw.gpus();
+  if (!pods && c.attention_ranks + c.ffn_ranks > hw.gpus())
+    bad("attention_ranks", fmt::format("A+F = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
+  if (pods) {
+    if (c.ffn_ranks > domain) bad("ffn_ranks", fmt::format("the FFN ranks must fit one pod of {}", domain));
+    if (c.ffn_ranks + c.attention_ranks > hw.gpus())
+      bad("attention_ranks", fmt::format("A+F = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
+  }
+}
+
+AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink* trace) {
+  validate(c, hw);
+  Ctx x(hw, c, trace);
+  if (hw.topology_kind() == "pods") run_pods(x);
+  else run_nvlink(x);
+  if (trace) {
+    for (const auto& k : x.res.kernels)
+      trace->slice(fmt::format("gpu{}/kernels", k.device), k.kernel, k.start_us * kUs, k.end_us * kUs,
+                   {{"role", k.role}});
+  }
+  return x.res;
+}
+
+}  // namespace fusesim::afd

@@ -1,0 +1,110 @@
+// AFD MoE dispatch/combine between Attention and FFN ranks (seed 004, AFD.md): routing, channels,
+// the kernels of one exchange and their costs, simulated on the fusesim engine.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hw/hardware.hpp"
+#include "sim/trace.hpp"
+
+namespace fusesim::afd {
+
+/**
+ * One exchange (dispatch + combine) to simulate. Names follow the benchmark (seed 004 passthrough):
+ * --ffn-ranks, --attention-ranks, --tokens, --num-sms, --hidden, --hybrid.
+ */
+struct AfdCase {
+  std::string path = "afd";    ///< afd (role-aware) | afd_shared (afd, FFN combine grid from ffn_combine_sms) | masked
+  int attention_ranks = 2;     ///< A: GPUs that run attention and send tokens
+  int ffn_ranks = 2;           ///< F: GPUs that hold the experts
+  int tokens = 128;            ///< T: tokens per Attention rank
+  int transport_sms = 24;      ///< SMs of dispatch/combine; channels C = 8 x transport_sms
+  int combine_sms = 0;         ///< combine grid on every rank (AFDEP_SCRATCH_COMBINE_SMS); 0 = transport_sms
+  int ffn_combine_sms = 0;     ///< FFN-only combine grid (AFDEP_SCRATCH_FFN_COMBINE_SMS); 0 = off
+  bool grid_sync_exit = false; ///< AFDEP_GRID_SYNC_EXIT: FFN combine exits through one grid sync
+  int hidden = 2048;           ///< hidden size (elements per token)
+  int dtype_bytes = 2;         ///< payload bytes per element (bf16 = 2)
+  int topk = 8;                ///< experts per token
+  int experts = 128;           ///< E, spread evenly over the F FFN ranks
+  int capacity = 2048;         ///< max tokens per expert per source rank (excess rows dropped)
+  bool hybrid = true;          ///< cross-node: RDMA to the rail peer + NVLink forwarding (off = direct RDMA)
+  uint64_t seed = 4;           ///< routing seed (random top-k)
+  // What-if switches (AFD.md proposed fixes):
+  bool skip_empty_finish = false;  ///< no finish atomic on channels that carried nothing; one release per pair
+  bool rotate_channels = false;    ///< token t of source s rides channel (t + s*C/sources) mod C
+  bool inline_finish = false;      ///< data-less finishes as inline RDMA writes (no atomic unit)
+};
+
+/// Number of channels: C = 8 x transport SMs (AFD.md "Channels and control traffic").
+inline int channels_of(int transport_sms) { return 8 * transport_sms; }
+
+/**
+ * Random top-k routing with a fixed seed: for every source (Attention) rank and token, k distinct
+ * experts drawn uniformly from E; expert e lives on FFN rank e / (E/F). Counts per (source, FFN):
+ * tokens that hit the FFN at least once (dispatch sends a token once per FFN rank) and expert rows.
+ * Capacity: rows beyond `capacity` per (source, expert) are dropped (never at the seed's sizes).
+ * Errors: std::invalid_argument if k > E, E % F != 0, or any count < 1.
+ */
+struct Routing {
+  int sources = 0, ffn = 0, tokens = 0;
+  /// hits[s][t] = bitmask of FFN ranks hit by token t of source s (F <= 32).
+  std::vector<std::vector<uint32_t>> hits;
+  /// rows[s][t * F + f] = expert rows of token t of source s on FFN f.
+  std::vector<std::vector<uint8_t>> rows;
+  std::vector<std::vector<int>> tokens_to;  ///< [s][f] tokens of s that hit f
+  std::vector<std::vector<int>> rows_to;    ///< [s][f] expert rows of s on f
+  int dropped_rows = 0;
+};
+Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int capacity,
+              uint64_t seed);
+
+/// One kernel on one device: times in us relative to the first Attention rank's dispatch start.
+struct KernelSpan {
+  int device = 0;
+  std::string role;    ///< attention | ffn
+  std::string kernel;  ///< dispatch_impl, dispatch_copy_epilogue, combine_impl, ...
+  double start_us = 0, end_us = 0;
+};
+
+/// NIC operations of one round trip (dispatch + combine) at one NIC.
+struct NicOps {
+  int device = 0;
+  std::string role;
+  long atomics_in = 0;       ///< fetch-and-adds served as responder
+  long atomics_out = 0;      ///< fetch-and-adds posted as requester
+  long inline_writes_out = 0;///< data-less finishes as inline writes (what-if)
+  long payload_writes = 0;   ///< RDMA writes carrying tokens or rows
+  long polls = 0;            ///< polls forced by a full queue
+};
+
+struct AfdResult {
+  double exchange_us = 0;    ///< the seed's metric: Attention span + host timer offset (us)
+  double span_us = 0;        ///< first Attention dispatch start to last Attention kernel end (us)
+  double period_us = 0;      ///< span + exchange gap (steady-state period, us)
+  std::vector<KernelSpan> kernels;
+  std::vector<NicOps> nics;  ///< cross-node only
+  int channels = 0;
+  bool cross_node = false;
+  std::map<std::string, double> extra;  ///< diagnostics (bytes, bottleneck shares)
+};
+
+/**
+ * Simulate one exchange on the engine (one sim::Simulation per call). The NVLink-domain model runs
+ * when attention_ranks + ffn_ranks fit in one NVLink domain of `hw` (topology gpus, or gpus_per_pod
+ * for pods); otherwise the cross-node model (pods of gpus_per_pod, FFN pod + S Attention pods,
+ * S = attention_ranks / gpus_per_pod) with NICs as OpServers and RDMA payload as flows.
+ * trace (optional): one lane per device's kernels ("gpuN/kernels") and per NIC ("nicN/requester",
+ * "nicN/responder"), plus the engine's own flow lanes.
+ * Errors: std::invalid_argument naming the field for impossible cases (ranks < 1, T < 1, SMs out of
+ * 1..gpu.sm_count, unknown path, split not fitting the hardware); std::out_of_range if the
+ * hardware file lacks a parameter the model needs.
+ */
+AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink* trace = nullptr);
+
+/// Validate a case against the hardware (same errors as simulate_afd).
+void validate(const AfdCase& c, const hw::Hardware& hw);
+
+}  // namespace fusesim::afd

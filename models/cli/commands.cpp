@@ -1,0 +1,132 @@
+#include "models/cli/commands.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "models/cli/hooks.hpp"
+#include "models/params.hpp"
+#include "models/scenario.hpp"
+#include "sim/trace.hpp"
+
+// Modules linked in optionally provide these; absent ones leave their sub-command out.
+namespace fusesim {
+__attribute__((weak)) void register_trace_commands(CLI::App& app);
+__attribute__((weak)) void register_probe_commands(CLI::App& calibrate);
+__attribute__((weak)) void register_calibrate_commands(CLI::App& calibrate);
+}  // namespace fusesim
+
+namespace fusesim::cli {
+namespace {
+
+/// Write text to a file atomically (temporary file + rename); throws naming the path.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
+}
+
+struct RunArgs {
+  std::vector<std::string> scenarios;
+  std::string format = "table", trace, only, out;
+};
+
+}  // namespace
+
+void register_all(CLI::App& app) {
+  auto run_args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "predict every case of a scenario and compare with its measured values");
+  run->add_option("scenario", run_args->scenarios, "scenario YAML file")->required()->check(CLI::ExistingFile)->expected(1);
+  run->add_option("--format", run_args->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE");
+  run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
+  run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
+  run->callback([run_args] {
+    auto sc = models::Scenario::load(run_args->scenarios.at(0));
+    auto hw = models::load_scenario_hardware(sc);
+    sim::TraceSink trace;
+    models::RunOptions opt;
+    opt.only = run_args->only;
+    if (!run_args->trace.empty()) opt.trace = &trace;
+    auto res = models::run_scenario(sc, hw, opt);
+    std::string text = run_args->format == "json" ? res.dump(2) + "\n"
+                       : run_args->format == "csv" ? models::format_csv(res)
+                                                   : models::format_table(res);
+    if (!run_args->trace.empty()) trace.write(run_args->trace);
+    if (run_args->out.empty()) fmt::print("{}", text);
+    else write_file(run_args->out, text);
+  });
+
+  auto check_args = std::make_shared<std::vector<std::string>>();
+  auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
+  check->add_option("scenarios", *check_args, "scenario YAML files")->required()->check(CLI::ExistingFile);
+  check->callback([check_args] {
+    int bad = 0, compared = 0;
+    for (const auto& path : *check_args) {
+      auto sc = models::Scenario::load(path);
+      auto hw = models::load_scenario_hardware(sc);
+      auto res = models::run_scenario(sc, hw);
+      int here = 0;
+      for (const auto& c : res["cases"]) {
+        if (c["within_tolerance"].is_null()) continue;
+        ++compared;
+        if (!c["within_tolerance"].get<bool>()) {
+          ++here;
+          fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", path,
+                     c["id"].get<std::string>(), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
+                     c["error_pct"].get<double>(), c["tolerance_pct"].get<double>());
+        }
+      }
+      const auto& s = res["summary"];
+      fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance\n", here ? "FAIL" : "ok  ", path,
+                 s["compared"].get<int>(),
+                 s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
+                 s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()), here);
+      bad += here;
+    }
+    if (bad) throw CLI::RuntimeError(fmt::format("{} of {} compared cases outside tolerance", bad, compared), 2);
+  });
+
+  auto params_path = std::make_shared<std::string>();
+  auto* params = app.add_subcommand("params", "list every model parameter of a hardware file: value, unit, bounds, provenance");
+  params->add_option("hardware", *params_path, "hardware YAML file")->required()->check(CLI::ExistingFile);
+  auto params_json = std::make_shared<bool>(false);
+  params->add_flag("--json", *params_json, "print JSON instead of a table");
+  params->callback([params_path, params_json] {
+    auto hw = models::load_hardware(*params_path);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& d : models::builtin_registry().all()) {
+      if (!hw.has(d.key)) continue;
+      const auto& v = hw.value(d.key);
+      out.push_back({{"key", d.key}, {"value", hw::to_display(d.quantity, v.si)}, {"unit", hw::display_unit(d.quantity)},
+                     {"text", v.text}, {"lower", hw::to_display(d.quantity, d.lower)}, {"upper", hw::to_display(d.quantity, d.upper)},
+                     {"kind", hw::provenance_name(v.kind)}, {"source", v.source}, {"description", d.description},
+                     {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on},
+                     {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()}});
+    }
+    if (*params_json) {
+      fmt::print("{}\n", out.dump(2));
+      return;
+    }
+    fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
+    fmt::print("{:<34} {:>12} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "unit", "lower", "upper", "kind", "source");
+    for (const auto& p : out)
+      fmt::print("{:<34} {:>12.6g} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(), p["value"].get<double>(),
+                 p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
+                 p["source"].get<std::string>());
+  });
+
+  auto* calibrate = app.add_subcommand("calibrate", "fit the model to measurements; run probes or the real benchmark on a live node");
+  calibrate->require_subcommand(1);
+  if (register_calibrate_commands) register_calibrate_commands(*calibrate);
+  if (register_probe_commands) register_probe_commands(*calibrate);
+  if (register_trace_commands) register_trace_commands(app);
+}
+
+}  // namespace fusesim::cli

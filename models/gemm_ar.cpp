@@ -1,0 +1,611 @@
+#include "models/gemm_ar.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "models/numerics.hpp"
+#include "sim/flow.hpp"
+#include "sim/servers.hpp"
+#include "sim/simulation.hpp"
+
+namespace fusesim::models {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kBf16 = 2, kFp8 = 1, kScale = 4;  // bytes per element / per fp32 scale
+constexpr int kBlockN = 256, kBlockK = 128;         // mori gemm_ar tile (GEMM_AR.md)
+
+using hw::ParamDecl;
+using hw::Quantity;
+}  // namespace
+
+std::vector<ParamDecl> gemm_ar_param_decls() {
+  const double T = 1e12, G = 1e9, us = 1e-6;
+  return {
+      {"gpu.compute_units", Quantity::Count, 1, 4096, "CUs (AMD) or SMs (NVIDIA) per GPU"},
+      {"gpu.clock", Quantity::Frequency, 1e8, 5e9, "peak engine clock"},
+      {"gpu.hbm_bandwidth", Quantity::Bandwidth, 1e11, 1e14, "HBM peak bandwidth (datasheet)"},
+      {"gpu.hbm_capacity", Quantity::Bytes, 1e9, 1e12, "HBM capacity per GPU"},
+      {"gpu.fp8_matrix_rate", Quantity::FlopRate, 1e13, 1e17, "dense FP8 matrix peak", false},
+      {"gpu.bf16_matrix_rate", Quantity::FlopRate, 1e13, 1e17, "dense BF16 matrix peak", false},
+      {"memory.fabric_bandwidth", Quantity::Bandwidth, 0.5 * T, 20 * T,
+       "bytes/s (read + write) that kernels and copy engines together can move through one GPU's "
+       "memory fabric (L2 misses to MALL/HBM); the capacity of the GPU's `hbm` resource"},
+      {"links.per_direction", Quantity::Bandwidth, 1 * G, 2000 * G, "one link, one direction: the link resource's capacity"},
+      {"links.per_gpu", Quantity::Count, 1, 64, "links per GPU"},
+      {"links.latency", Quantity::Time, 0, 100 * us, "one-way latency of a small write over a link"},
+      {"sdma.queue_peak", Quantity::Bandwidth, 1 * G, 1000 * G, "one copy-engine queue's peak put rate (bytes/s)"},
+      {"sdma.command_latency", Quantity::Time, 0, 100 * us,
+       "time from a put's submission to its first byte (dispatch + packet fetch) per command"},
+      {"sdma.gemm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
+       "fraction of the queue peak reached by puts whose source is the GEMM's output (scatter leg)"},
+      {"kernel.launch_gap", Quantity::Time, 0, 100 * us, "gap between dependent kernels in a replayed graph"},
+      {"kernel.fixed_cost", Quantity::Time, 0, 100 * us, "per-kernel fixed cost beyond its data movement (ramp, tail)"},
+      {"sync.flag_barrier", Quantity::Time, 0, 200 * us,
+       "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"},
+      {"gemm.tile_fixed", Quantity::Time, 0, 1000 * us, "per-tile fixed time of a BLOCK_M=128 x 256 tile"},
+      {"gemm.tile_per_kblock", Quantity::Time, 0, 100 * us, "per-tile time per 128-deep K block (BLOCK_M=128)"},
+      {"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"},
+      {"gemm.operand_l2_hit", Quantity::Ratio, 0, 1,
+       "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"},
+      {"gemm.blockscale_factor", Quantity::Ratio, 0.5, 2.0, "blockscale tile time / ptpc tile time (scale handling)"},
+      {"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
+       "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"},
+      {"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0,
+       "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"},
+      {"reduce.band_sync", Quantity::Time, 0, 200 * us,
+       "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"},
+      {"reduce.system_release_per_band", Quantity::Time, 0, 1000 * us,
+       "fuse_reduce_push with publish=fence: L2 write-back for a system-scope release, per band"},
+      {"lsa.remote_read_latency", Quantity::Time, 0.1 * us, 50 * us,
+       "round trip of a CU's remote load over the fabric (Little's law: rate = bytes in flight / latency)"},
+      {"lsa.congestion_knee", Quantity::Bytes, 1e4, 1e9, "bytes in flight per GPU past which remote reads congest"},
+      {"lsa.congestion_per_MiB", Quantity::Ratio, 0, 10, "throughput loss per MiB in flight past the knee (rate /= 1 + x*excess)"},
+      {"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"},
+      {"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
+       "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"},
+      {"rccl.bus_bandwidth", Quantity::Bandwidth, 1 * G, 5000 * G, "ring all-reduce bus bandwidth (alpha-beta model)"},
+      {"rccl.step_latency", Quantity::Time, 0, 1000 * us, "ring all-reduce per-step latency alpha"},
+  };
+}
+
+int block_m(const std::string& quant) { return quant == "blockscale" ? 128 : 256; }
+
+int64_t padded_m(const GemmArConfig& c) {
+  const int64_t q = int64_t(c.world_size) * block_m(c.quant);
+  return (c.m + q - 1) / q * q;
+}
+
+int effective_chunks(const GemmArConfig& c) {
+  const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);
+  int best = 1;
+  for (int d = 1; d <= std::max(1, c.chunks); ++d)
+    if (bands % d == 0) best = d;
+  return best;
+}
+
+double window_bytes(const GemmArConfig& c) {
+  const double T = double(padded_m(c)) * c.n * kBf16;
+  double w = (3.0 + 1.0 / c.world_size) * T;
+  if (c.gather_dtype == "fp8") w += T / 2 + kScale * double(padded_m(c));
+  return w;
+}
+
+nlohmann::json to_json(const GemmArConfig& c) {
+  return {{"mode", c.mode},
+          {"m", c.m},
+          {"n", c.n},
+          {"k", c.k},
+          {"world_size", c.world_size},
+          {"quant", c.quant},
+          {"chunks", c.chunks},
+          {"sdma_queues", c.sdma_queues},
+          {"tile_order", c.tile_order},
+          {"gather_dtype", c.gather_dtype},
+          {"gather_transport", c.gather_transport},
+          {"pull_blocks", c.pull_blocks},
+          {"fuse_quantize", c.fuse_quantize},
+          {"fuse_reduce_push", c.fuse_reduce_push},
+          {"gather_bands", c.gather_bands},
+          {"publish", c.publish},
+          {"window_in_host_memory", c.window_in_host_memory},
+          {"sdma_moves_nothing", c.sdma_moves_nothing}};
+}
+
+void validate(const GemmArConfig& c, const hw::Hardware& hw) {
+  auto bad = [](const std::string& knob, const std::string& what) {
+    throw std::invalid_argument(fmt::format("{}: {}", knob, what));
+  };
+  static const std::vector<std::string> modes{"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"};
+  if (std::find(modes.begin(), modes.end(), c.mode) == modes.end())
+    bad("mode", fmt::format("unknown mode '{}' (expected gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa or rccl)", c.mode));
+  if (c.quant != "blockscale" && c.quant != "ptpc" && c.quant != "mxfp8")
+    bad("quant", fmt::format("unknown quantisation '{}' (expected ptpc, blockscale or mxfp8)", c.quant));
+  if (c.world_size != 2 && c.world_size != 4 && c.world_size != 8)
+    bad("world_size", fmt::format("{} is not supported (expected 2, 4 or 8)", c.world_size));
+  if (c.world_size > hw.gpus())
+    bad("world_size", fmt::format("{} ranks but the hardware file '{}' has {} GPUs", c.world_size, hw.name(), hw.gpus()));
+  if (c.m < 1) bad("m", fmt::format("M must be >= 1, got {}", c.m));
+  if (c.n < 1 || c.n % 8 != 0) bad("n", fmt::format("N must be a positive multiple of 8, got {}", c.n));
+  if (c.k < 256) bad("k", fmt::format("K must be >= 256 (two 128-deep K blocks), got {}", c.k));
+  if (c.k % kBlockK != 0) bad("k", fmt::format("K must be a multiple of {}, got {}", kBlockK, c.k));
+  if (c.chunks < 1 || c.chunks > 64) bad("chunks", fmt::format("must be in [1, 64], got {}", c.chunks));
+  if (c.sdma_queues < 1 || c.sdma_queues > 8) bad("sdma_queues", fmt::format("must be in [1, 8], got {}", c.sdma_queues));
+  if (c.tile_order != "rotated" && c.tile_order != "linear")
+    bad("tile_order", fmt::format("unknown order '{}' (expected rotated or linear)", c.tile_order));
+  if (c.gather_dtype != "bf16" && c.gather_dtype != "fp8")
+    bad("gather_dtype", fmt::format("unknown wire '{}' (expected bf16 or fp8)", c.gather_dtype));
+  if (c.gather_transport != "sdma" && c.gather_transport != "lsa")
+    bad("gather_transport", fmt::format("unknown transport '{}' (expected sdma or lsa)", c.gather_transport));
+  if (c.pull_blocks < 1 || c.pull_blocks > 4096) bad("pull_blocks", fmt::format("must be in [1, 4096], got {}", c.pull_blocks));
+  if (c.gather_bands < 1 || c.gather_bands > 256) bad("gather_bands", fmt::format("must be in [1, 256], got {}", c.gather_bands));
+  if (c.publish != "writethrough" && c.publish != "fence")
+    bad("publish", fmt::format("unknown publish '{}' (expected writethrough or fence)", c.publish));
+  const bool fp8 = c.gather_dtype == "fp8";
+  if (fp8 && (c.mode == "split-sdma" || c.mode == "split-lsa" || c.mode == "fused-lsa" || c.mode == "rccl"))
+    bad("gather_dtype", fmt::format("the fp8 wire is only offered with fused-sdma (mode {} refuses it)", c.mode));
+  if (c.gather_transport == "lsa" && !fp8)
+    bad("gather_transport", "the LSA pull gather exists only for the fp8 wire (use gather_dtype: fp8)");
+  if (c.fuse_quantize && !fp8) bad("fuse_quantize", "needs the fp8 wire (gather_dtype: fp8)");
+  if (c.fuse_reduce_push && c.gather_transport == "lsa")
+    bad("fuse_reduce_push", "pushes the gather over SDMA; it cannot be combined with gather_transport: lsa");
+  if (c.fuse_reduce_push && c.mode != "fused-sdma") bad("fuse_reduce_push", "is only offered with mode fused-sdma");
+  if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
+  const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);
+  if (c.fuse_reduce_push && bands * block_m(c.quant) < c.gather_bands)
+    bad("gather_bands", fmt::format("{} bands but the slice has only {} rows", c.gather_bands, bands * block_m(c.quant)));
+}
+
+namespace {
+
+/// One GPU group on the engine: per rank a memory-fabric resource ("gpuR/hbm"), one link resource
+/// per direction between members ("gpuS/xgmi->D") and one SDMA queue per (source, destination)
+/// ("gpuS/sdma->D"). Helpers for the operations every mode is made of.
+class Node {
+ public:
+  Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
+      : hw(hw), c(c), sim(sim), net(net), ws(c.world_size), sent(c.world_size, 0.0) {
+    const double fabric = hw.get("memory.fabric_bandwidth");
+    const double link = hw.get("links.per_direction");
+    for (int r = 0; r < ws; ++r) mem_.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), fabric));
+    links_.assign(ws, std::vector<sim::ResourceId>(ws, -1));
+    queues_.resize(ws);
+    for (int s = 0; s < ws; ++s) {
+      queues_[s].resize(ws);
+      for (int d = 0; d < ws; ++d) {
+        if (s == d) continue;
+        links_[s][d] = net.add_resource(fmt::format("gpu{}/xgmi->{}", s, d), link);
+        queues_[s][d] = std::make_unique<sim::CommandQueue>(sim, fmt::format("gpu{}/sdma->{}", s, d),
+                                                            hw.get("sdma.command_latency"));
+      }
+    }
+    if (c.window_in_host_memory)
+      for (int r = 0; r < ws; ++r)
+        pcie_.push_back(net.add_resource(fmt::format("gpu{}/pcie", r), hw.get("pcie.window_write_rate")));
+  }
+
+  sim::ResourceId mem(int r) const { return mem_[r]; }
+  sim::ResourceId link(int s, int d) const { return links_[s][d]; }
+  double fabric() const { return net.capacity(mem_[0]); }
+  double launch() const { return hw.get("kernel.launch_gap") + hw.get("kernel.fixed_cost"); }
+  std::string cu_lane(int r) const { return fmt::format("gpu{}/cu", r); }
+
+  /// Hop for a write of weight w into rank d's symmetric window: its HBM, or its PCIe link when
+  /// the window is pinned in host memory (what-if).
+  sim::PathHop window_hop(int d, double w = 1.0) const {
+    return c.window_in_host_memory ? sim::PathHop{pcie_[d], w} : sim::PathHop{mem_[d], w};
+  }
+
+  /// Copy-engine put of `bytes` from s to d on queue (s,d): the command pays sdma.command_latency,
+  /// then a flow over s's HBM (read), the link s->d and d's window (write), capped at the queue
+  /// peak x efficiency. on_done when the bytes have landed.
+  void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {}) {
+    const double cap = hw.get("sdma.queue_peak") * efficiency;
+    const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
+    sim::CommandQueue& q = *queues_[s][d];
+    q.submit(label, [this, s, d, moved, cap, label, &q](std::function<void()> done) {
+      net.start({.name = label, .bytes = moved, .path = {{mem_[s], 1.0}, {links_[s][d], 1.0}, window_hop(d)},
+                 .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
+    }, std::move(on_done));
+    sent[s] += moved;
+  }
+
+  /// fn once all of rank s's outgoing queues are idle.
+  void when_queues_idle(int s, std::function<void()> fn) {
+    auto left = std::make_shared<int>(ws - 1);
+    for (int d = 0; d < ws; ++d)
+      if (d != s) queues_[s][d]->when_idle([left, fn] { if (--*left == 0) fn(); });
+  }
+
+  /// A kernel streaming `bytes` (reads + writes) through rank r's memory fabric, after the launch
+  /// gap and fixed cost. efficiency < 1 caps it at that fraction of the fabric.
+  void stream_kernel(int r, const std::string& name, double bytes, std::function<void()> on_done, double efficiency = 1.0,
+                     double extra_delay = 0) {
+    const double cap = efficiency >= 1.0 ? kInf : fabric() * efficiency;
+    net.start({.name = name, .bytes = bytes, .path = {{mem_[r], 1.0}}, .rate_cap_Bps = cap,
+               .start_latency = launch() + extra_delay, .share = fabric(), .lane = cu_lane(r), .on_done = std::move(on_done)});
+  }
+
+  /// Rate (bytes/s, all peers together) of CU remote loads with `inflight` bytes outstanding per
+  /// GPU: Little's law over the remote round trip, reduced past the congestion knee.
+  double pull_rate(double inflight) const {
+    double rate = inflight / hw.get("lsa.remote_read_latency");
+    const double excess_MiB = std::max(0.0, inflight - hw.get("lsa.congestion_knee")) / (1024.0 * 1024.0);
+    return rate / (1.0 + hw.get("lsa.congestion_per_MiB") * excess_MiB);
+  }
+
+  /// CU pull: rank r loads `bytes_per_peer` from every peer (blocks x threads lanes, each with
+  /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read.
+  void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, int loads_in_flight,
+                   double write_factor, std::function<void()> on_done, double extra_delay = 0) {
+    const double per_peer_cap = pull_rate(double(blocks) * threads * loads_in_flight * 16.0) / (ws - 1);
+    auto left = std::make_shared<int>(ws - 1);
+    for (int p = 0; p < ws; ++p) {
+      if (p == r) continue;
+      net.start({.name = fmt::format("{} <-gpu{}", name, p), .bytes = bytes_per_peer,
+                 .path = {{mem_[p], 1.0}, {links_[p][r], 1.0}, {mem_[r], write_factor}},
+                 .rate_cap_Bps = per_peer_cap, .start_latency = launch() + extra_delay, .share = per_peer_cap,
+                 .lane = cu_lane(r), .on_done = [left, on_done] { if (--*left == 0) on_done(); }});
+    }
+  }
+
+  /// Group barrier (system fence + flag barrier over the fabric): when every rank has arrived, each
+  /// rank's continuation runs sync.flag_barrier later.
+  struct Barrier {
+    Node& n;
+    std::vector<std::function<void()>> cont;
+    int left;
+    Barrier(Node& node) : n(node), cont(node.ws), left(node.ws) {}
+    void arrive(int r, std::function<void()> fn) {
+      cont[r] = std::move(fn);
+      if (--left == 0) n.sim.after(n.hw.get("sync.flag_barrier"), [this] { for (auto& f : cont) f(); });
+    }
+  };
+  Barrier* barrier() { barriers_.push_back(std::make_unique<Barrier>(*this)); return barriers_.back().get(); }
+
+  const hw::Hardware& hw;
+  const GemmArConfig& c;
+  sim::Simulation& sim;
+  sim::FlowNetwork& net;
+  int ws;
+  std::vector<double> sent;
+
+ private:
+  std::vector<sim::ResourceId> mem_, pcie_;
+  std::vector<std::vector<sim::ResourceId>> links_;
+  std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> queues_;
+  std::vector<std::unique_ptr<Barrier>> barriers_;
+};
+
+/// Phase boundaries of one rank.
+struct Timeline {
+  std::vector<Phase> phases;
+  double end = 0;
+  void mark(const std::string& name, double s, double e) { phases.push_back({name, s * 1e6, e * 1e6}); }
+};
+
+/// The GEMM of one rank as waves of tiles over its CUs (non-persistent grid, one tile per resident
+/// workgroup). A wave is a flow over the rank's memory fabric carrying its tiles' L2-missing operand
+/// loads and C stores, capped at the compute-bound rate (bytes / tile time): it runs at compute
+/// speed alone and slows when copies share the fabric. Tiles are ordered rotated or linear; when a
+/// wave ends, every (destination, chunk) whose last tile was in it is reported through on_chunk.
+class Gemm {
+ public:
+  Gemm(Node& node, int rank, bool remote_stores, std::function<void(int, int)> on_chunk, std::function<void()> on_done)
+      : n_(node), r_(rank), remote_(remote_stores), on_chunk_(std::move(on_chunk)), on_done_(std::move(on_done)) {
+    const auto& c = n_.c;
+    const auto& hw = n_.hw;
+    const int bm = block_m(c.quant);
+    n_tiles_ = (c.n + kBlockN - 1) / kBlockN;
+    m_tiles_ = padded_m(c) / bm;
+    tiles_ = m_tiles_ * n_tiles_;
+    per_wave_ = int64_t(hw.get("gpu.compute_units")) * int64_t(hw.get("gemm.workgroups_per_cu"));
+    waves_ = (tiles_ + per_wave_ - 1) / per_wave_;
+    const double kblocks = double(c.k) / kBlockK;
+    const double scale = (bm / 128.0) * (c.quant == "blockscale" ? hw.get("gemm.blockscale_factor") : 1.0);
+    t_tile_ = (hw.get("gemm.tile_fixed") + kblocks * hw.get("gemm.tile_per_kblock")) * scale;
+    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - hw.get("gemm.operand_l2_hit"));
+    c_tile_ = double(bm) * kBlockN * kBf16;
+    const int ws = n_.ws;
+    dest_row_tiles_ = m_tiles_ / ws;
+    chunks_ = effective_chunks(c);
+    const int64_t rt_per_chunk = dest_row_tiles_ / chunks_;
+    last_wave_.assign(ws, std::vector<int64_t>(chunks_, 0));
+    for (int d = 0; d < ws; ++d)
+      for (int ch = 0; ch < chunks_; ++ch) {
+        const int64_t rt = (ch + 1) * rt_per_chunk - 1;  // last row tile of the chunk, within d's slice
+        const int64_t idx = c.tile_order == "rotated"
+                                // fastest over N tiles, then destination from own rank + 1, then row tile
+                                ? (rt * ws + ((d - r_ - 1) % ws + ws) % ws) * n_tiles_ + (n_tiles_ - 1)
+                                // linear: row-major over C, destination d owns the d-th slice
+                                : (int64_t(d) * dest_row_tiles_ + rt) * n_tiles_ + (n_tiles_ - 1);
+        last_wave_[d][ch] = idx / per_wave_;
+      }
+  }
+
+  void start() { next_wave(); }
+
+ private:
+  int dest_of_tile(int64_t t) const {
+    const int64_t row_tile = t / n_tiles_;
+    if (n_.c.tile_order == "linear") return int(row_tile / dest_row_tiles_);
+    const int ws = n_.ws;
+    return int(((row_tile % ws) + r_ + 1) % ws);
+  }
+
+  void next_wave() {
+    if (wave_ == waves_) {
+      on_done_();
+      return;
+    }
+    const int w = int(wave_);
+    const int64_t first = wave_ * per_wave_, count = std::min(per_wave_, tiles_ - first);
+    auto left = std::make_shared<int>(1);
+    auto done = [this, left, w] {
+      if (--*left > 0) return;
+      if (on_chunk_)
+        for (int d = 0; d < n_.ws; ++d)
+          for (int ch = 0; ch < chunks_; ++ch)
+            if (last_wave_[d][ch] == w) on_chunk_(d, ch);
+      ++wave_;
+      next_wave();
+    };
+    const double compute_s = t_tile_;
+    double local_bytes = count * ab_tile_;
+    double c_local = count * c_tile_;
+    if (remote_) {
+      // fused-lsa: the epilogue stores every tile straight into its destination's slot.
+      std::vector<double> per_dest(n_.ws, 0.0);
+      for (int64_t t = first; t < first + count; ++t) per_dest[dest_of_tile(t)] += c_tile_;
+      c_local = per_dest[r_];
+      const double scap = n_.hw.get("gemm.remote_store_rate");
+      for (int d = 0; d < n_.ws; ++d) {
+        if (d == r_ || per_dest[d] <= 0) continue;
+        ++*left;
+        n_.net.start({.name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .bytes = per_dest[d],
+                      .path = {{n_.link(r_, d), 1.0}, n_.window_hop(d)}, .rate_cap_Bps = scap, .share = scap,
+                      .lane = n_.cu_lane(r_) + " remote stores", .on_done = done});
+        n_.sent[r_] += per_dest[d];
+      }
+    }
+    const double bytes = local_bytes + c_local;
+    std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}};
+    if (n_.c.window_in_host_memory && n_.c.mode != "gemm-only" && n_.c.mode != "split-sdma" && n_.c.mode != "split-lsa" &&
+        n_.c.mode != "rccl") {
+      // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
+      path[0].weight = local_bytes / bytes;
+      path.push_back(n_.window_hop(r_, c_local / bytes));
+    }
+    const double cap = bytes / compute_s;
+    n_.net.start({.name = fmt::format("gemm wave {}", w), .bytes = bytes, .path = path, .rate_cap_Bps = cap,
+                  .share = cap, .lane = n_.cu_lane(r_), .on_done = done});
+  }
+
+  Node& n_;
+  int r_;
+  bool remote_;
+  std::function<void(int, int)> on_chunk_;
+  std::function<void()> on_done_;
+  int64_t n_tiles_ = 0, m_tiles_ = 0, tiles_ = 0, per_wave_ = 1, waves_ = 0, wave_ = 0, dest_row_tiles_ = 1;
+  int chunks_ = 1;
+  double t_tile_ = 0, ab_tile_ = 0, c_tile_ = 0;
+  std::vector<std::vector<int64_t>> last_wave_;
+};
+
+/// Orchestrates one call: every rank runs the mode's kernel sequence; phases are recorded per rank.
+class Call {
+ public:
+  Call(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
+      : n_(hw, c, sim, net), c_(c), ws_(c.world_size), tl_(ws_), t_mark_(ws_, 0.0) {
+    const double T = double(padded_m(c)) * c.n * kBf16;
+    slice_ = T / ws_;
+    tensor_ = T;
+    slice_rows_ = double(padded_m(c)) / ws_;
+  }
+
+  void start() {
+    b1_ = n_.barrier();
+    b2_ = n_.barrier();
+    for (int r = 0; r < ws_; ++r) {
+      const bool fused = c_.mode == "fused-sdma";
+      const bool fused_lsa = c_.mode == "fused-lsa";
+      std::function<void(int, int)> on_chunk;
+      if (fused) {
+        const double chunk_bytes = slice_ / effective_chunks(c_);
+        const double eff = n_.hw.get("sdma.gemm_source_efficiency");
+        on_chunk = [this, r, chunk_bytes, eff](int d, int ch) {
+          if (d != r) n_.sdma_put(r, d, chunk_bytes, eff, fmt::format("scatter chunk {} ->gpu{}", ch, d));
+        };
+      }
+      gemms_.push_back(std::make_unique<Gemm>(n_, r, fused_lsa, on_chunk, [this, r] { after_gemm(r); }));
+      n_.sim.after(n_.launch(), [this, r] {
+        t_mark_[r] = n_.sim.now();
+        gemms_[r]->start();
+      });
+    }
+  }
+
+  GemmArResult result() const {
+    GemmArResult out;
+    int crit = 0;
+    for (int r = 0; r < ws_; ++r) {
+      out.per_rank_us.push_back(tl_[r].end * 1e6);
+      if (tl_[r].end > tl_[crit].end) crit = r;
+    }
+    out.total_us = tl_[crit].end * 1e6;
+    out.phases = tl_[crit].phases;
+    out.bytes_moved_per_rank = n_.sent[0];
+    return out;
+  }
+
+ private:
+  double now() const { return n_.sim.now(); }
+  void phase(int r, const std::string& name) {
+    tl_[r].mark(name, t_mark_[r], now());
+    t_mark_[r] = now();
+  }
+  void finish(int r, const std::string& name) {
+    phase(r, name);
+    tl_[r].end = now();
+  }
+
+  void after_gemm(int r) {
+    phase(r, "gemm");
+    const std::string& m = c_.mode;
+    if (m == "gemm-only") {
+      tl_[r].end = now();
+      return;
+    }
+    if (m == "rccl") {
+      // Ring all-reduce (alpha-beta): 2(ws-1) steps, each moving T/ws per rank.
+      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") +
+                       2.0 * (ws_ - 1) / ws_ * tensor_ / n_.hw.get("rccl.bus_bandwidth");
+      n_.sim.after(n_.launch() + t, [this, r] { finish(r, "all-reduce"); });
+      return;
+    }
+    if (m == "split-lsa") {
+      split_lsa(r);
+      return;
+    }
+    if (m == "split-sdma") {
+      // One small kernel issues a whole-slice put per peer, waits for its queues, fences and flags.
+      n_.sim.after(n_.launch(), [this, r] {
+        const double eff = n_.hw.get("sdma.gemm_source_efficiency");
+        for (int d = 0; d < ws_; ++d)
+          if (d != r) n_.sdma_put(r, d, slice_, eff, fmt::format("scatter ->gpu{}", d));
+        n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "scatter"); reduce(r); }); });
+      });
+      return;
+    }
+    // fused-sdma and fused-lsa: the scatter already went out from the GEMM; drain the tail.
+    n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "drain"); reduce(r); }); });
+  }
+
+  void reduce(int r) {
+    const bool fp8 = c_.gather_dtype == "fp8";
+    const double reduce_bytes = (ws_ + 1) * slice_;  // read own + (ws-1) received slices, write one
+    if (c_.fuse_reduce_push) {
+      reduce_push(r, 0);
+      return;
+    }
+    if (fp8 && c_.fuse_quantize) {
+      // One kernel, one wave per row (a per-row amax): reads ws slices, writes e4m3 + row scales.
+      const double bytes = ws_ * slice_ + slice_ / 2 + kScale * slice_rows_;
+      n_.stream_kernel(r, "reduce+quantize", bytes, [this, r] { phase(r, "reduce+quantize"); gather(r); },
+                       n_.hw.get("reduce.row_wave_efficiency"));
+      return;
+    }
+    n_.stream_kernel(r, "reduce", reduce_bytes, [this, r, fp8] {
+      phase(r, "reduce");
+      if (!fp8) return gather(r);
+      n_.stream_kernel(r, "quantize", slice_ + slice_ / 2 + kScale * slice_rows_, [this, r] {
+        phase(r, "quantize");
+        gather(r);
+      });
+    });
+  }
+
+  /// fuse_reduce_push: the reduce runs in bands; after each band a 256-block barrier (and, with
+  /// publish=fence, a system-scope release) lets an elected block put that band to every peer.
+  void reduce_push(int r, int band) {
+    const int B = c_.gather_bands;
+    const double extra = band == 0 ? 0.0 : -n_.launch();  // later bands run inside the same kernel
+    const double sync = n_.hw.get("reduce.band_sync") +
+                        (c_.publish == "fence" ? n_.hw.get("reduce.system_release_per_band") : 0.0);
+    n_.stream_kernel(r, fmt::format("reduce band {}", band), (ws_ + 1) * slice_ / B, [this, r, band, B, sync] {
+      n_.sim.after(sync, [this, r, band, B] {
+        for (int d = 0; d < ws_; ++d)
+          if (d != r) n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d));
+        if (band + 1 < B) return reduce_push(r, band + 1);
+        phase(r, "reduce+push");
+        n_.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
+      });
+    }, 1.0, extra);
+  }
+
+  void gather(int r) {
+    const bool fp8 = c_.gather_dtype == "fp8";
+    const double wire = fp8 ? slice_ / 2 + kScale * slice_rows_ : slice_;
+    if (fp8 && c_.gather_transport == "lsa") {
+      // Barrier (every rank's quantized slice is ready), then pull_blocks x 256 lanes each with
+      // (ws-1) 16-byte loads in flight read every peer's e4m3 slice and store bf16 locally.
+      b2_->arrive(r, [this, r, wire] {
+        phase(r, "barrier");
+        n_.pull_kernel(r, "pull", wire, c_.pull_blocks, 256, ws_ - 1, 2.0 * slice_ / wire,
+                       [this, r] { finish(r, "pull"); });
+      });
+      return;
+    }
+    n_.sim.after(n_.launch(), [this, r, wire, fp8] {
+      for (int d = 0; d < ws_; ++d)
+        if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d));
+      n_.when_queues_idle(r, [this, r, fp8] {
+        b2_->arrive(r, [this, r, fp8] {
+          if (!fp8) return finish(r, "gather");
+          phase(r, "gather");
+          // Widen the landed e4m3 to bf16: read (ws-1) fp8 slices, write (ws-1) bf16 slices.
+          n_.stream_kernel(r, "dequantize", (ws_ - 1) * (slice_ / 2 + slice_), [this, r] { finish(r, "dequantize"); });
+        });
+      });
+    });
+  }
+
+  /// split-lsa: ar_2stage (grid min(24, packs/512) x 512 lanes, one 16-byte pack from every peer in
+  /// flight per lane), or the 1-stage kernel for tiny tensors.
+  void split_lsa(int r) {
+    const double packs = tensor_ / 16.0;
+    const int blocks = int(std::max(1.0, std::min(24.0, std::floor(packs / 512))));
+    const double one_stage_limit = ws_ == 2 ? kInf : (ws_ <= 4 ? 160.0 * 1024 : 80.0 * 1024);
+    const double stage = n_.hw.get("lsa.stage_overhead");
+    if (tensor_ < one_stage_limit) {
+      n_.pull_kernel(r, "ar_1stage", tensor_, blocks, 512, ws_ - 1, 1.0 / (ws_ - 1), [this, r] { finish(r, "all-reduce"); }, stage);
+      return;
+    }
+    n_.pull_kernel(r, "ar_2stage stage 1", slice_, blocks, 512, ws_ - 1, 1.0 / (ws_ - 1), [this, r, blocks, stage] {
+      phase(r, "reduce");
+      b1_->arrive(r, [this, r, blocks, stage] {
+        phase(r, "barrier");
+        n_.pull_kernel(r, "ar_2stage stage 2", slice_, blocks, 512, ws_ - 1, 1.0, [this, r] { finish(r, "gather"); },
+                       stage - n_.launch());
+      });
+    }, stage);
+  }
+
+  Node n_;
+  const GemmArConfig& c_;
+  int ws_;
+  double slice_ = 0, tensor_ = 0, slice_rows_ = 0;
+  std::vector<Timeline> tl_;
+  std::vector<double> t_mark_;
+  std::vector<std::unique_ptr<Gemm>> gemms_;
+  Node::Barrier* b1_ = nullptr;
+  Node::Barrier* b2_ = nullptr;
+};
+
+}  // namespace
+
+GemmArResult simulate_gemm_ar(const hw::Hardware& hw, const GemmArConfig& c, sim::TraceSink* trace) {
+  validate(c, hw);
+  sim::Simulation sim;
+  sim.set_trace(trace);
+  sim::FlowNetwork net(sim);
+  Call call(hw, c, sim, net);
+  call.start();
+  sim.run();
+  if (!net.stalled().empty())
+    throw std::runtime_error(fmt::format("simulation stalled: flow '{}' can never finish (a zero-capacity resource?)",
+                                         net.stalled().front()));
+  GemmArResult res = call.result();
+  res.window_bytes = window_bytes(c);
+  res.wire_rel_l2 = c.gather_dtype == "fp8" ? e4m3_wire_rel_l2_per_row(c.n) : 0.0;
+  res.engine_events = long(sim.events_processed());
+  res.flows = net.started();
+  return res;
+}
+
+}  // namespace fusesim::models

@@ -1,0 +1,101 @@
+// Fused GEMM + all-reduce (mori gemm_ar) on a fully meshed node: configuration, validation and the
+// discrete-event model of every mode.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hw/hardware.hpp"
+#include "sim/trace.hpp"
+
+namespace fusesim::models {
+
+/// The knobs of mori's bench_gemm_ar.py, under the benchmark's own names (see GEMM_AR.md).
+struct GemmArConfig {
+  std::string mode = "fused-sdma";      ///< gemm-only | split-sdma | fused-sdma | split-lsa | fused-lsa | rccl
+  int64_t m = 16384;                    ///< rows of A and C (tokens)
+  int64_t n = 7168;                     ///< columns of C (hidden size)
+  int64_t k = 2048;                     ///< reduction dimension (K >= 256)
+  int world_size = 8;                   ///< tensor-parallel ranks: 2, 4 or 8 (<= GPUs in the hw file)
+  std::string quant = "blockscale";     ///< blockscale (BLOCK_M 128) | ptpc | mxfp8 (BLOCK_M 256)
+  int chunks = 8;                       ///< scatter chunks per destination (0 = benchmark default rule)
+  int sdma_queues = 1;                  ///< queues created per peer (one per peer is used)
+  std::string tile_order = "rotated";   ///< rotated | linear
+  std::string gather_dtype = "bf16";    ///< bf16 | fp8 (e4m3 + one fp32 scale per row)
+  std::string gather_transport = "sdma";///< sdma | lsa (fp8 only)
+  int pull_blocks = 64;                 ///< grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)
+  bool fuse_quantize = false;           ///< one reduce+quantize kernel (fp8 wire)
+  bool fuse_reduce_push = false;        ///< gather puts issued from inside the reduce
+  int gather_bands = 1;                 ///< bands of the reduce when fuse_reduce_push
+  std::string publish = "writethrough"; ///< writethrough | fence (release per block per band)
+  // What-if switches (failure modes of a node):
+  bool window_in_host_memory = false;   ///< every window write crosses PCIe at about one link's rate
+  bool sdma_moves_nothing = false;      ///< a build without the SDMA path: puts complete, move 0 bytes
+};
+
+/**
+ * Validate a configuration against the benchmark's rules and the hardware.
+ * Throws std::invalid_argument naming the knob and what was expected: unknown mode/quant/dtype/
+ * transport/order/publish, world size not in {2,4,8} or larger than the node, K < 256 or not a
+ * multiple of 128, M or N < 1, chunks/pull_blocks/gather_bands out of range, and the combinations
+ * the real benchmark refuses (the fp8 wire with split modes or fused-lsa, the LSA transport with the
+ * bf16 wire, fuse_quantize without the fp8 wire, fuse_reduce_push with the LSA transport).
+ */
+void validate(const GemmArConfig& c, const hw::Hardware& hw);
+
+/// BLOCK_M of a quantisation scheme: 128 for blockscale, 256 for ptpc and mxfp8 (GEMM_AR.md).
+int block_m(const std::string& quant);
+/// M padded up to a multiple of world_size * BLOCK_M (rows).
+int64_t padded_m(const GemmArConfig& c);
+/// Scatter chunks per destination actually used: the largest divisor of the row bands per
+/// destination that is <= the requested chunks (benchmark rule, GEMM_AR.md).
+int effective_chunks(const GemmArConfig& c);
+
+/**
+ * Symmetric window size in bytes. T = M_pad*N*2 (the bf16 output). bf16 wire: the GEMM's output
+ * (T), the (ws-1) receive slots (T(ws-1)/ws), the gather's output (T), the reduced slice and one
+ * staging slice (2T/ws): (3 + 1/ws) T. The fp8 wire adds the e4m3 staging of every rank's slice and
+ * its row scales: T/2 + 4*M_pad bytes. Reproduces 700 / 812 MiB at M=16384, N=7168, ws=8 and
+ * 560 / 640 MiB at M=16384, N=5120, ws=2 (seed 000 and the V4.1-Flash PR).
+ */
+double window_bytes(const GemmArConfig& c);
+
+/// One phase of a case on the critical rank, in microseconds from the start of the call.
+struct Phase {
+  std::string name;
+  double start_us;
+  double end_us;
+};
+
+/// Result of one simulated call.
+struct GemmArResult {
+  double total_us = 0;                 ///< max over ranks, from the first launch to the last kernel's end
+  std::vector<double> per_rank_us;     ///< each rank's finish time
+  std::vector<Phase> phases;           ///< critical rank's phases (gemm, drain, reduce, ...)
+  double window_bytes = 0;
+  double wire_rel_l2 = 0;              ///< relL2 the wire adds (0 for bf16; per-row e4m3 otherwise)
+  double bytes_moved_per_rank = 0;     ///< payload bytes each rank sent over the fabric
+  long engine_events = 0;
+  long flows = 0;
+};
+
+/**
+ * Simulate one call on the hardware. Builds, for the ws ranks of the group, a CU pool, an HBM
+ * (memory fabric) resource, one link resource per direction between members and one SDMA queue per
+ * (source, destination) pair, then runs the mode's kernels as flows and queue commands.
+ * Units: times in us in the result. trace may be null.
+ * Errors: std::invalid_argument from validate(); std::out_of_range if the hw file lacks a needed
+ * parameter (names it).
+ */
+GemmArResult simulate_gemm_ar(const hw::Hardware& hw, const GemmArConfig& c, sim::TraceSink* trace = nullptr);
+
+/// Parameters of this model, declared once (keys, units, bounds, descriptions).
+std::vector<hw::ParamDecl> gemm_ar_param_decls();
+
+/// The knobs as JSON under the benchmark's names (the `params` object of the output).
+nlohmann::json to_json(const GemmArConfig& c);
+
+}  // namespace fusesim::models

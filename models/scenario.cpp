@@ -1,0 +1,328 @@
+#include "models/scenario.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "models/gemm_ar.hpp"
+#include "models/params.hpp"
+
+namespace fusesim::models {
+namespace fs = std::filesystem;
+using hw::FileError;
+
+namespace {
+int line_of(const YAML::Node& n) { return n && n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& file, const std::string& where) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!allowed.count(k)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw FileError(file, line_of(it->first), where.empty() ? k : where + "." + k, "unknown key (expected one of: " + list + ")");
+    }
+  }
+}
+
+std::string scalar_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+double number(const YAML::Node& n, const std::string& file, const std::string& key) {
+  try {
+    return n.as<double>();
+  } catch (const YAML::Exception&) {
+    throw FileError(file, line_of(n), key, fmt::format("expected a number, got '{}'", scalar_text(n)));
+  }
+}
+
+Measured parse_measured_one(const YAML::Node& m, const std::string& file, const std::string& key) {
+  Measured out;
+  if (!m["source"]) throw FileError(file, line_of(m), key + ".source", "every measured value needs a source (table and row)");
+  out.source = m["source"].as<std::string>();
+  if (m["value_us"]) out.value_us = number(m["value_us"], file, key + ".value_us");
+  if (m["phases_us"]) {
+    if (!m["phases_us"].IsMap()) throw FileError(file, line_of(m["phases_us"]), key + ".phases_us", "expected {phase: us, ...}");
+    for (auto p = m["phases_us"].begin(); p != m["phases_us"].end(); ++p)
+      out.phases_us[p->first.as<std::string>()] = number(p->second, file, key + ".phases_us." + p->first.as<std::string>());
+  }
+  if (!out.value_us && out.phases_us.empty()) throw FileError(file, line_of(m), key, "needs value_us or phases_us");
+  return out;
+}
+
+YAML::Node merged(const YAML::Node& defaults, const YAML::Node& params) {
+  YAML::Node out(YAML::NodeType::Map);
+  if (defaults)
+    for (auto it = defaults.begin(); it != defaults.end(); ++it) out[it->first.as<std::string>()] = it->second;
+  if (params)
+    for (auto it = params.begin(); it != params.end(); ++it) out[it->first.as<std::string>()] = it->second;
+  return out;
+}
+
+bool matches(const YAML::Node& params, const YAML::Node& at) {
+  for (auto it = at.begin(); it != at.end(); ++it) {
+    const auto p = params[it->first.as<std::string>()];
+    if (!p || scalar_text(p) != scalar_text(it->second)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Scenario Scenario::load(const std::string& path) {
+  Scenario sc;
+  sc.path = path;
+  std::ifstream in(path);
+  if (!in) throw FileError(path, 0, "", "cannot open scenario file");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level");
+  check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes"}, path, "");
+  for (const char* k : {"scenario", "hardware", "model", "cases"})
+    if (!root[k]) throw FileError(path, 1, k, "missing");
+  sc.name = root["scenario"].as<std::string>();
+  sc.description = root["description"] ? root["description"].as<std::string>() : "";
+  sc.model = root["model"].as<std::string>();
+  // hardware: relative to the scenario's folder, else to the repository root (its parent), else CWD
+  const std::string hwp = root["hardware"].as<std::string>();
+  const fs::path dir = fs::path(path).parent_path();
+  std::vector<fs::path> tries{dir / hwp, dir.parent_path() / hwp, fs::path(hwp)};
+  sc.hardware_path = hwp;
+  for (const auto& t : tries)
+    if (fs::exists(t)) { sc.hardware_path = t.lexically_normal().string(); break; }
+  const double tol = root["tolerance_pct"] ? number(root["tolerance_pct"], path, "tolerance_pct") : 10.0;
+  const YAML::Node defaults = root["defaults"];
+  if (defaults && !defaults.IsMap()) throw FileError(path, line_of(defaults), "defaults", "expected a mapping of params");
+  if (!root["cases"].IsSequence()) throw FileError(path, line_of(root["cases"]), "cases", "expected a list of cases");
+  std::set<std::string> ids;
+  for (const auto& cnode : root["cases"]) {
+    if (!cnode.IsMap()) throw FileError(path, line_of(cnode), "cases", "each case must be a mapping");
+    check_keys(cnode, {"id", "params", "sweep", "measured", "measured_phases", "tolerance_pct", "note"}, path, "case");
+    if (!cnode["id"]) throw FileError(path, line_of(cnode), "case.id", "missing");
+    const std::string id = cnode["id"].as<std::string>();
+    const std::string key = "cases[" + id + "]";
+    if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, line_of(cnode["params"]), key + ".params", "expected a mapping");
+    const double ctol = cnode["tolerance_pct"] ? number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
+    // Expand the sweep (cartesian product in file order).
+    std::vector<std::pair<std::string, YAML::Node>> points{{id, merged(defaults, cnode["params"])}};
+    if (const auto sw = cnode["sweep"]) {
+      if (!sw.IsMap()) throw FileError(path, line_of(sw), key + ".sweep", "expected {param: [values]}");
+      for (auto it = sw.begin(); it != sw.end(); ++it) {
+        const std::string p = it->first.as<std::string>();
+        if (!it->second.IsSequence() || it->second.size() == 0)
+          throw FileError(path, line_of(it->second), key + ".sweep." + p, "expected a non-empty list of values");
+        std::vector<std::pair<std::string, YAML::Node>> next;
+        for (const auto& [pid, prm] : points)
+          for (YAML::const_iterator vi = it->second.begin(); vi != it->second.end(); ++vi) {
+            const YAML::Node v = *vi;
+            YAML::Node copy = YAML::Clone(prm);
+            copy[p] = v;
+            next.push_back({pid + "/" + p + "=" + scalar_text(v), copy});
+          }
+        points.swap(next);
+      }
+    }
+    std::vector<std::optional<Measured>> meas(points.size());
+    if (const auto m = cnode["measured"]) {
+      if (m.IsMap()) {
+        if (points.size() != 1) throw FileError(path, line_of(m), key + ".measured", "a swept case needs a list of {at: {...}, value_us, source}");
+        meas[0] = parse_measured_one(m, path, key + ".measured");
+      } else if (m.IsSequence()) {
+        for (const auto& e : m) {
+          if (!e["at"] || !e["at"].IsMap()) throw FileError(path, line_of(e), key + ".measured.at", "missing {param: value} of the sweep point");
+          bool hit = false;
+          for (size_t i = 0; i < points.size(); ++i)
+            if (matches(points[i].second, e["at"])) {
+              meas[i] = parse_measured_one(e, path, key + ".measured");
+              hit = true;
+            }
+          if (!hit) throw FileError(path, line_of(e), key + ".measured.at", fmt::format("'{}' matches no sweep point", scalar_text(e["at"])));
+        }
+      } else {
+        throw FileError(path, line_of(m), key + ".measured", "expected {value_us, source} or a list of them");
+      }
+    }
+    if (const auto mp = cnode["measured_phases"]) {
+      if (points.size() != 1) throw FileError(path, line_of(mp), key + ".measured_phases", "only for a case without sweep");
+      Measured ph = parse_measured_one(mp, path, key + ".measured_phases");
+      if (meas[0]) {
+        meas[0]->phases_us = ph.phases_us;
+        meas[0]->source += "; phases: " + ph.source;
+      } else {
+        meas[0] = ph;
+      }
+    }
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (!ids.insert(points[i].first).second) throw FileError(path, line_of(cnode), key, "duplicate case id '" + points[i].first + "'");
+      sc.cases.push_back(Case{points[i].first, points[i].second, meas[i], ctol, line_of(cnode)});
+    }
+  }
+  return sc;
+}
+
+hw::Hardware load_scenario_hardware(const Scenario& sc) { return load_hardware(sc.hardware_path); }
+
+std::map<std::string, CaseRunner>& case_runners() {
+  static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}};
+  return runners;
+}
+
+nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
+  GemmArConfig c;
+  static const std::set<std::string> known{"mode", "m", "n", "k", "world_size", "quant", "chunks", "sdma_queues",
+                                           "tile_order", "gather_dtype", "gather_transport", "pull_blocks", "fuse_quantize",
+                                           "fuse_reduce_push", "gather_bands", "publish", "window_in_host_memory",
+                                           "sdma_moves_nothing"};
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!known.count(k)) throw std::invalid_argument(fmt::format("unknown gemm_ar parameter '{}'", k));
+    try {
+      const YAML::Node& v = it->second;
+      if (k == "mode") c.mode = v.as<std::string>();
+      else if (k == "m") c.m = v.as<int64_t>();
+      else if (k == "n") c.n = v.as<int64_t>();
+      else if (k == "k") c.k = v.as<int64_t>();
+      else if (k == "world_size") c.world_size = v.as<int>();
+      else if (k == "quant") c.quant = v.as<std::string>();
+      else if (k == "chunks") c.chunks = v.as<int>();
+      else if (k == "sdma_queues") c.sdma_queues = v.as<int>();
+      else if (k == "tile_order") c.tile_order = v.as<std::string>();
+      else if (k == "gather_dtype") c.gather_dtype = v.as<std::string>();
+      else if (k == "gather_transport") c.gather_transport = v.as<std::string>();
+      else if (k == "pull_blocks") c.pull_blocks = v.as<int>();
+      else if (k == "fuse_quantize") c.fuse_quantize = v.as<bool>();
+      else if (k == "fuse_reduce_push") c.fuse_reduce_push = v.as<bool>();
+      else if (k == "gather_bands") c.gather_bands = v.as<int>();
+      else if (k == "publish") c.publish = v.as<std::string>();
+      else if (k == "window_in_host_memory") c.window_in_host_memory = v.as<bool>();
+      else if (k == "sdma_moves_nothing") c.sdma_moves_nothing = v.as<bool>();
+    } catch (const YAML::Exception&) {
+      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type", k, scalar_text(it->second)));
+    }
+  }
+  const GemmArResult r = simulate_gemm_ar(hw, c, trace);
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& ph : r.phases) phases.push_back({{"name", ph.name}, {"start_us", ph.start_us}, {"end_us", ph.end_us}});
+  return {{"params", to_json(c)},
+          {"predicted_us", r.total_us},
+          {"phases", phases},
+          {"window_MiB", r.window_bytes / (1024.0 * 1024.0)},
+          {"wire_rel_l2", r.wire_rel_l2},
+          {"per_rank_us", r.per_rank_us}};
+}
+
+nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const RunOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto it = case_runners().find(sc.model);
+  if (it == case_runners().end()) throw FileError(sc.path, 0, "model", fmt::format("unknown model '{}'", sc.model));
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<double> errs;
+  int outside = 0;
+  for (const auto& c : sc.cases) {
+    if (!opt.only.empty() && c.id.find(opt.only) == std::string::npos) continue;
+    if (opt.trace) opt.trace->set_prefix(c.id + ":");
+    nlohmann::json res;
+    try {
+      res = it->second(hw, c.params, opt.trace);
+    } catch (const std::invalid_argument& e) {
+      throw FileError(sc.path, c.line, "cases[" + c.id + "]", e.what());
+    }
+    nlohmann::json out{{"id", c.id}};
+    for (auto& [k, v] : res.items()) out[k] = v;
+    out["measured_us"] = nullptr;
+    out["error_pct"] = nullptr;
+    out["within_tolerance"] = nullptr;
+    out["tolerance_pct"] = c.tolerance_pct;
+    if (c.measured) {
+      out["source"] = c.measured->source;
+      if (c.measured->value_us) {
+        const double meas = *c.measured->value_us, pred = res["predicted_us"].get<double>();
+        const double err = (pred - meas) / meas * 100.0;
+        out["measured_us"] = meas;
+        out["error_pct"] = err;
+        const bool ok = std::fabs(err) <= c.tolerance_pct;
+        out["within_tolerance"] = ok;
+        outside += !ok;
+        errs.push_back(std::fabs(err));
+      }
+      for (auto& ph : out["phases"]) {
+        auto m = c.measured->phases_us.find(ph["name"].get<std::string>());
+        if (m == c.measured->phases_us.end()) continue;
+        const double d = ph["end_us"].get<double>() - ph["start_us"].get<double>();
+        ph["measured_us"] = m->second;
+        ph["error_pct"] = (d - m->second) / m->second * 100.0;
+      }
+    }
+    cases.push_back(std::move(out));
+  }
+  std::sort(errs.begin(), errs.end());
+  nlohmann::json summary{{"compared", errs.size()}, {"outside_tolerance", outside}};
+  if (errs.empty()) {
+    summary["median_abs_error_pct"] = nullptr;
+    summary["max_abs_error_pct"] = nullptr;
+  } else {
+    const size_t n = errs.size();
+    summary["median_abs_error_pct"] = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    summary["max_abs_error_pct"] = errs.back();
+  }
+  summary["runtime_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return {{"scenario", sc.name}, {"hardware", hw.name()}, {"hardware_file", sc.hardware_path}, {"model", sc.model},
+          {"cases", cases}, {"summary", summary}};
+}
+
+std::string format_table(const nlohmann::json& r) {
+  std::ostringstream o;
+  o << fmt::format("scenario {}  (hardware {}, model {})\n", r["scenario"].get<std::string>(), r["hardware"].get<std::string>(),
+                   r["model"].get<std::string>());
+  size_t w = 4;
+  for (const auto& c : r["cases"]) w = std::max(w, c["id"].get<std::string>().size());
+  o << fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}\n", "case", w, "predicted_us", "measured_us", "error%");
+  for (const auto& c : r["cases"]) {
+    const std::string meas = c["measured_us"].is_null() ? "-" : fmt::format("{:.1f}", c["measured_us"].get<double>());
+    const std::string err = c["error_pct"].is_null() ? "-" : fmt::format("{:+.1f}", c["error_pct"].get<double>());
+    const std::string flag = c["within_tolerance"].is_boolean() && !c["within_tolerance"].get<bool>() ? "  OUTSIDE TOLERANCE" : "";
+    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
+    std::string ph;
+    for (const auto& p : c["phases"]) {
+      const double d = p["end_us"].get<double>() - p["start_us"].get<double>();
+      ph += fmt::format("{}{} {:.1f}", ph.empty() ? "" : ", ", p["name"].get<std::string>(), d);
+      if (p.contains("measured_us")) ph += fmt::format(" (meas {:.1f}, {:+.1f}%)", p["measured_us"].get<double>(), p["error_pct"].get<double>());
+    }
+    if (!ph.empty()) o << fmt::format("{:<{}}    phases: {}\n", "", w, ph);
+  }
+  const auto& s = r["summary"];
+  o << fmt::format("compared {}  median |error| {}  max |error| {}  outside tolerance {}  ({:.1f} ms)\n", s["compared"].get<int>(),
+                   s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
+                   s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
+                   s["outside_tolerance"].get<int>(), s["runtime_ms"].get<double>());
+  return o.str();
+}
+
+std::string format_csv(const nlohmann::json& r) {
+  std::ostringstream o;
+  o << "id,predicted_us,measured_us,error_pct,phases\n";
+  for (const auto& c : r["cases"]) {
+    std::string ph;
+    for (const auto& p : c["phases"])
+      ph += fmt::format("{}{}={:.3f}", ph.empty() ? "" : ";", p["name"].get<std::string>(), p["end_us"].get<double>() - p["start_us"].get<double>());
+    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\"\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
+                     c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
+                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), ph);
+  }
+  return o.str();
+}
+
+}  // namespace fusesim::models

@@ -1,0 +1,93 @@
+// Scenarios: YAML files of cases (with sweeps) and the measured values to compare with.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "hw/hardware.hpp"
+#include "sim/trace.hpp"
+
+namespace fusesim::models {
+
+/// A measured value of a case (one number, or per-phase numbers), with its source.
+struct Measured {
+  std::optional<double> value_us;
+  std::map<std::string, double> phases_us;  ///< phase name -> measured duration (us)
+  std::string source;
+};
+
+/// One expanded case of a scenario (a sweep expands into one case per combination).
+struct Case {
+  std::string id;
+  YAML::Node params;          ///< defaults merged with the case's params and this sweep point
+  std::optional<Measured> measured;
+  double tolerance_pct = 10;  ///< |error| allowed by `fusesim check`
+  int line = 0;               ///< line of the case in the scenario file
+};
+
+/**
+ * A scenario file:
+ *   scenario: NAME
+ *   description: TEXT
+ *   hardware: hw/FILE.yaml          # relative to the scenario's folder or the repository root
+ *   model: gemm_ar | afd | ttft
+ *   tolerance_pct: 10               # default for every case
+ *   defaults: {param: value, ...}   # merged under every case's params
+ *   cases:
+ *     - id: NAME
+ *       params: {param: value, ...}
+ *       sweep: {param: [v1, v2, ...], ...}    # optional: cartesian product, ids get "/param=v"
+ *       measured: {value_us: X, source: "table, row"}             # single case
+ *       measured: [{at: {param: v}, value_us: X, source: "..."}]  # per sweep point
+ *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
+ *       tolerance_pct: 5
+ * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, unknown keys,
+ * missing `scenario`/`hardware`/`model`/`cases`, a measured value without source, a sweep that is
+ * not a list, measured points that match no sweep point, duplicate case ids.
+ */
+struct Scenario {
+  std::string path, name, description, hardware_path, model;
+  std::vector<Case> cases;
+  static Scenario load(const std::string& path);
+};
+
+/// Options for running a scenario.
+struct RunOptions {
+  sim::TraceSink* trace = nullptr;  ///< where to record the trace of every case (may be null)
+  std::string only;                 ///< if non-empty, only cases whose id contains this text
+};
+
+/// A model's case runner: (hardware, case params, trace) -> {"predicted_us", "phases":[...], ...}.
+/// Unknown parameters must raise std::invalid_argument naming the key.
+using CaseRunner = std::function<nlohmann::json(const hw::Hardware&, const YAML::Node&, sim::TraceSink*)>;
+
+/// Registered case runners by model name ("gemm_ar", ...).
+std::map<std::string, CaseRunner>& case_runners();
+
+/**
+ * Run every case and compare with the measured values. Output layout:
+ * {"scenario", "hardware", "model", "cases":[{"id","params","predicted_us","measured_us"|null,
+ *  "error_pct"|null, "tolerance_pct", "within_tolerance"|null, "phases":[{"name","start_us","end_us",
+ *  "measured_us"?, "error_pct"?}], "source"?, ...model extras}],
+ *  "summary":{"compared","median_abs_error_pct","max_abs_error_pct","outside_tolerance","runtime_ms"}}.
+ * Errors: hw::FileError for a bad case (file, line, key), std::runtime_error for an unknown model.
+ */
+nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const RunOptions& opt = {});
+
+/// Load the scenario's hardware file (resolved like Scenario::load documents).
+hw::Hardware load_scenario_hardware(const Scenario& sc);
+
+/// Render the result as an aligned text table, or CSV (one row per case).
+std::string format_table(const nlohmann::json& result);
+std::string format_csv(const nlohmann::json& result);
+
+/// The gemm_ar case runner (registered under "gemm_ar").
+nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
+
+}  // namespace fusesim::models
