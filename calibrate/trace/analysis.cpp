@@ -1,0 +1,647 @@
+// fusesim trace: timelines and the analyze report.
+#include "calibrate/trace/analysis.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace fusesim::trace {
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::prefill: return "prefill";
+    case Phase::decode: return "decode";
+    case Phase::unknown: return "unknown";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Interval { double b, e; };
+
+/// Sort and merge intervals in place; returns the union.
+std::vector<Interval> merge_union(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.b < y.b; });
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.b <= out.back().e) out.back().e = std::max(out.back().e, iv.e);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+double measure(const std::vector<Interval>& u) {
+  double s = 0;
+  for (const auto& iv : u) s += iv.e - iv.b;
+  return s;
+}
+
+/// Measure of the intersection of two unions (each sorted and disjoint).
+double intersect_measure(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double s = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    double lo = std::max(a[i].b, b[j].b), hi = std::min(a[i].e, b[j].e);
+    if (hi > lo) s += hi - lo;
+    if (a[i].e < b[j].e) ++i;
+    else ++j;
+  }
+  return s;
+}
+
+Phase phase_of_m(int64_t m, const AnalyzeOptions& opt) {
+  return m <= opt.decode_max_m ? Phase::decode : Phase::prefill;
+}
+
+std::string short_dtype(const std::string& t) {
+  std::string s = t;
+  if (s.rfind("c10::", 0) == 0) s = s.substr(5);
+  return s.empty() ? "?" : s;
+}
+
+}  // namespace
+
+RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, const AnalyzeOptions& opt) {
+  RankTimeline tl;
+  tl.file = &file;
+  tl.table = &table;
+  tl.rank = file.rank;
+
+  // --- categories, cached per interned name and kind ---
+  std::unordered_map<uint64_t, std::pair<int, int>> cls_cache;
+  std::unordered_map<std::string, int> family_ids;
+  auto family_id = [&](const std::string& f) {
+    auto it = family_ids.find(f);
+    if (it != family_ids.end()) return it->second;
+    int id = static_cast<int>(tl.families.size());
+    tl.families.push_back(f);
+    family_ids.emplace(f, id);
+    return id;
+  };
+
+  tl.ops.resize(file.gpu_ops.size());
+  for (uint32_t i = 0; i < file.gpu_ops.size(); ++i) {
+    const auto& g = file.gpu_ops[i];
+    uint64_t key = (static_cast<uint64_t>(g.name) << 2) | static_cast<uint64_t>(g.kind);
+    auto it = cls_cache.find(key);
+    if (it == cls_cache.end()) {
+      auto c = table.classify(file.strings.str(g.name), g.kind);
+      it = cls_cache.emplace(key, std::make_pair(c.category, family_id(c.family))).first;
+    }
+    tl.ops[i].gpu = i;
+    tl.ops[i].category = it->second.first;
+    tl.ops[i].family = it->second.second;
+  }
+
+  // --- join: kernel -> runtime call (correlation) -> innermost enclosing CPU op (same thread) ---
+  std::unordered_map<int64_t, uint32_t> rc_of_corr;
+  rc_of_corr.reserve(file.runtime_calls.size());
+  for (uint32_t i = 0; i < file.runtime_calls.size(); ++i)
+    if (file.runtime_calls[i].correlation >= 0) rc_of_corr.emplace(file.runtime_calls[i].correlation, i);
+
+  std::vector<int32_t> innermost(file.runtime_calls.size(), -1);
+  std::vector<int32_t> parent(file.cpu_ops.size(), -1);
+  {
+    // Sweep each thread's CPU ops and runtime calls in time order with a stack of open ops.
+    struct Item { double t; double neg_dur; int kind; uint32_t idx; };  // kind 0 = op, 1 = call
+    std::unordered_map<uint32_t, std::vector<Item>> per_thread;
+    for (uint32_t i = 0; i < file.cpu_ops.size(); ++i) {
+      const auto& c = file.cpu_ops[i];
+      per_thread[c.thread].push_back({c.start_us, -c.dur_us, 0, i});
+    }
+    for (uint32_t i = 0; i < file.runtime_calls.size(); ++i) {
+      const auto& r = file.runtime_calls[i];
+      if (r.correlation < 0) continue;
+      per_thread[r.thread].push_back({r.start_us, -r.dur_us, 1, i});
+    }
+    std::vector<uint32_t> stack;
+    for (auto& [thread, items] : per_thread) {
+      std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+        if (a.t != b.t) return a.t < b.t;
+        if (a.kind != b.kind) return a.kind < b.kind;  // an op encloses a call at the same ts
+        return a.neg_dur < b.neg_dur;                  // longer (outer) op first
+      });
+      stack.clear();
+      for (const auto& it : items) {
+        while (!stack.empty() && file.cpu_ops[stack.back()].end_us() < it.t) stack.pop_back();
+        int32_t top = stack.empty() ? -1 : static_cast<int32_t>(stack.back());
+        if (it.kind == 0) {
+          parent[it.idx] = top;
+          stack.push_back(it.idx);
+        } else {
+          innermost[it.idx] = top;
+        }
+      }
+    }
+  }
+
+  std::vector<int32_t> gemm_rule_cache(file.strings.size(), -2);  // per name: -1 none, else 1
+  std::vector<const GemmOpRule*> rule_of_name(file.strings.size(), nullptr);
+  std::unordered_map<int32_t, int32_t> shape_of_cpu_op;
+  for (auto& op : tl.ops) {
+    const auto& g = file.gpu_ops[op.gpu];
+    if (g.correlation < 0) continue;
+    auto it = rc_of_corr.find(g.correlation);
+    if (it == rc_of_corr.end()) continue;
+    op.launched = true;
+    op.launch_op = innermost[it->second];
+    for (int32_t c = op.launch_op, depth = 0; c >= 0 && depth < 16; c = parent[c], ++depth) {
+      uint32_t nm = file.cpu_ops[c].name;
+      if (gemm_rule_cache[nm] == -2) {
+        rule_of_name[nm] = table.gemm_rule(file.strings.str(nm));
+        gemm_rule_cache[nm] = rule_of_name[nm] ? 1 : -1;
+      }
+      if (gemm_rule_cache[nm] < 0) continue;
+      op.gemm_op = c;
+      auto sit = shape_of_cpu_op.find(c);
+      if (sit == shape_of_cpu_op.end()) {
+        auto s = CategoryTable::gemm_shape(*rule_of_name[nm], file, file.cpu_ops[c]);
+        int32_t idx = -1;
+        if (s) {
+          idx = static_cast<int32_t>(tl.shapes.size());
+          tl.shapes.push_back(*s);
+        }
+        sit = shape_of_cpu_op.emplace(c, idx).first;
+      }
+      op.shape = sit->second;
+      break;
+    }
+  }
+
+  std::sort(tl.ops.begin(), tl.ops.end(), [&](const TimelineOp& a, const TimelineOp& b) {
+    const auto &x = file.gpu_ops[a.gpu], &y = file.gpu_ops[b.gpu];
+    return x.start_us != y.start_us ? x.start_us < y.start_us : a.gpu < b.gpu;
+  });
+
+  // --- windows ---
+  std::regex step_re;
+  try {
+    step_re = std::regex(opt.step_regex, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::runtime_error(fmt::format("invalid --step-regex '{}': {}", opt.step_regex, e.what()));
+  }
+  std::vector<uint32_t> steps;
+  {
+    std::vector<int8_t> is_step(file.strings.size(), -1);
+    for (uint32_t i = 0; i < file.cpu_ops.size(); ++i) {
+      uint32_t nm = file.cpu_ops[i].name;
+      if (is_step[nm] < 0) is_step[nm] = std::regex_match(file.strings.str(nm), step_re) ? 1 : 0;
+      if (is_step[nm]) steps.push_back(i);
+    }
+    std::sort(steps.begin(), steps.end(), [&](uint32_t a, uint32_t b) {
+      return file.cpu_ops[a].start_us < file.cpu_ops[b].start_us;
+    });
+  }
+
+  auto median_m = [&](std::vector<int64_t>& ms) -> int64_t {
+    if (ms.empty()) return -1;
+    std::nth_element(ms.begin(), ms.begin() + static_cast<long>(ms.size() / 2), ms.end());
+    return ms[ms.size() / 2];
+  };
+
+  if (!steps.empty()) {
+    tl.steps_from_annotations = true;
+    for (auto s : steps) tl.windows.push_back({file.strings.str(file.cpu_ops[s].name)});
+    for (auto& op : tl.ops) {
+      const auto& g = file.gpu_ops[op.gpu];
+      double t;
+      bool by_launch = false;
+      if (op.launched) {
+        t = file.runtime_calls[rc_of_corr.at(g.correlation)].start_us;
+        by_launch = true;
+      } else {
+        t = g.start_us;
+      }
+      auto it = std::upper_bound(steps.begin(), steps.end(), t, [&](double v, uint32_t s) {
+        return v < file.cpu_ops[s].start_us;
+      });
+      if (it == steps.begin()) continue;
+      auto s = static_cast<size_t>(std::distance(steps.begin(), it) - 1);
+      if (by_launch && t > file.cpu_ops[steps[s]].end_us()) continue;  // launched between steps
+      op.window = static_cast<int32_t>(s);
+    }
+    std::vector<std::vector<int64_t>> ms(tl.windows.size());
+    for (const auto& op : tl.ops)
+      if (op.window >= 0 && op.shape >= 0) ms[static_cast<size_t>(op.window)].push_back(tl.shapes[op.shape].m);
+    for (size_t w = 0; w < tl.windows.size(); ++w) {
+      tl.windows[w].median_m = median_m(ms[w]);
+      tl.windows[w].phase = tl.windows[w].median_m < 0 ? Phase::unknown : phase_of_m(tl.windows[w].median_m, opt);
+    }
+  } else {
+    // GEMM-M runs.
+    struct Run { Phase phase; int votes; size_t first, last; };  // first/last vote positions in ops
+    std::vector<Run> runs;
+    for (size_t i = 0; i < tl.ops.size(); ++i) {
+      if (tl.ops[i].shape < 0) continue;
+      Phase p = phase_of_m(tl.shapes[tl.ops[i].shape].m, opt);
+      if (!runs.empty() && runs.back().phase == p) {
+        runs.back().votes++;
+        runs.back().last = i;
+      } else {
+        runs.push_back({p, 1, i, i});
+      }
+    }
+    // Merge short runs into the previous one (the first into the next), then coalesce.
+    std::vector<Run> merged;
+    int pending = 0;
+    for (size_t ri = 0; ri < runs.size(); ++ri) {
+      Run r = runs[ri];
+      bool short_run = r.votes < opt.min_phase_votes;
+      if (short_run && !merged.empty()) {
+        merged.back().votes += r.votes;
+        merged.back().last = r.last;
+        continue;
+      }
+      if (short_run && ri + 1 < runs.size()) {  // a short first run joins the next one
+        pending += r.votes;
+        continue;
+      }
+      r.votes += pending;
+      pending = 0;
+      if (!merged.empty() && merged.back().phase == r.phase) {
+        merged.back().votes += r.votes;
+        merged.back().last = r.last;
+      } else {
+        merged.push_back(r);
+      }
+    }
+    if (merged.empty()) {
+      tl.windows.push_back({"all", Phase::unknown});
+      for (auto& op : tl.ops) op.window = 0;
+    } else {
+      // Boundaries: the largest idle gap between the last vote of a run and the next run's first.
+      std::vector<size_t> begin_of(merged.size(), 0);
+      for (size_t r = 1; r < merged.size(); ++r) {
+        double max_end = file.gpu_ops[tl.ops[merged[r - 1].last].gpu].end_us();
+        double best_gap = -1;
+        size_t best = merged[r].first;
+        for (size_t i = merged[r - 1].last + 1; i <= merged[r].first; ++i) {
+          const auto& g = file.gpu_ops[tl.ops[i].gpu];
+          double gap = g.start_us - max_end;
+          if (gap > best_gap) { best_gap = gap; best = i; }
+          max_end = std::max(max_end, g.end_us());
+        }
+        begin_of[r] = best;
+      }
+      for (size_t r = 0; r < merged.size(); ++r) {
+        tl.windows.push_back({fmt::format("run {}", r), merged[r].phase});
+        size_t end = r + 1 < merged.size() ? begin_of[r + 1] : tl.ops.size();
+        for (size_t i = begin_of[r]; i < end; ++i) tl.ops[i].window = static_cast<int32_t>(r);
+      }
+      std::vector<std::vector<int64_t>> ms(tl.windows.size());
+      for (const auto& op : tl.ops)
+        if (op.window >= 0 && op.shape >= 0) ms[static_cast<size_t>(op.window)].push_back(tl.shapes[op.shape].m);
+      for (size_t w = 0; w < tl.windows.size(); ++w) tl.windows[w].median_m = median_m(ms[w]);
+    }
+  }
+
+  // GPU spans of windows.
+  std::vector<bool> seen(tl.windows.size(), false);
+  for (const auto& op : tl.ops) {
+    if (op.window < 0) continue;
+    auto& w = tl.windows[static_cast<size_t>(op.window)];
+    const auto& g = file.gpu_ops[op.gpu];
+    if (!seen[static_cast<size_t>(op.window)]) {
+      w.start_us = g.start_us;
+      w.end_us = g.end_us();
+      seen[static_cast<size_t>(op.window)] = true;
+    } else {
+      w.start_us = std::min(w.start_us, g.start_us);
+      w.end_us = std::max(w.end_us, g.end_us());
+    }
+  }
+  return tl;
+}
+
+PhaseStats window_stats(const RankTimeline& tl, const std::vector<std::vector<uint32_t>>& windows,
+                        const std::string& phase, const AnalyzeOptions& opt) {
+  PhaseStats s;
+  s.phase = phase;
+  const auto& file = *tl.file;
+  std::set<int> streams;
+  for (const auto& idx : windows) {
+    if (idx.empty()) continue;
+    s.windows++;
+    std::vector<Interval> all;
+    std::map<int, std::vector<Interval>> comm_by_stream, compute_by_stream;
+    double first = 1e300, last = -1e300;
+    for (uint32_t i : idx) {
+      const auto& op = tl.ops[i];
+      const auto& g = file.gpu_ops[op.gpu];
+      first = std::min(first, g.start_us);
+      last = std::max(last, g.end_us());
+      all.push_back({g.start_us, g.end_us()});
+      s.events++;
+      s.kernel_us += g.dur_us;
+      const auto& cat = tl.table->category(op.category);
+      auto& cs = s.by_category[cat.name];
+      cs.count++;
+      cs.total_us += g.dur_us;
+      const auto& fam = tl.families[static_cast<size_t>(op.family)];
+      auto& fs = s.by_family[fam.empty() ? cat.name : cat.name + "/" + fam];
+      fs.count++;
+      fs.total_us += g.dur_us;
+      streams.insert(g.stream);
+      if (cat.cls == OpClass::communication) {
+        s.comm_us += g.dur_us;
+        comm_by_stream[g.stream].push_back({g.start_us, g.end_us()});
+      } else if (cat.cls == OpClass::compute) {
+        compute_by_stream[g.stream].push_back({g.start_us, g.end_us()});
+      }
+      if (cat.name == "gemm") {
+        s.gemm_kernels++;
+        if (op.shape >= 0) s.gemm_kernels_with_shape++;
+      }
+    }
+    auto u = merge_union(std::move(all));
+    double busy = measure(u);
+    s.wall_us += last - first;
+    s.busy_us += busy;
+    for (size_t k = 1; k < u.size(); ++k) {
+      double gap = u[k].b - u[k - 1].e;
+      if (gap >= opt.gap_min_us) s.idle_gaps++;
+      s.largest_gap_us = std::max(s.largest_gap_us, gap);
+    }
+    for (auto& [stream, ivs] : comm_by_stream) {
+      auto cu = merge_union(ivs);
+      s.comm_busy_us += measure(cu);
+      std::vector<Interval> other;
+      for (const auto& [st2, c] : compute_by_stream)
+        if (st2 != stream) other.insert(other.end(), c.begin(), c.end());
+      s.comm_overlap_us += intersect_measure(cu, merge_union(std::move(other)));
+    }
+  }
+  s.idle_us = s.wall_us - s.busy_us;
+  s.streams.assign(streams.begin(), streams.end());
+  return s;
+}
+
+AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable& table,
+                       const AnalyzeOptions& opt, const std::string& window, const std::string& path) {
+  if (window != "prefill" && window != "decode" && window != "all")
+    throw std::invalid_argument(fmt::format("--window must be prefill, decode or all, not \"{}\"", window));
+  AnalysisReport rep;
+  rep.path = path;
+  rep.window = window;
+  rep.world_size = static_cast<int>(files.size());
+  for (const auto& f : files) rep.world_size = std::max(rep.world_size, f.world_size);
+
+  std::map<std::string, std::vector<std::pair<double, int>>> comm_per_phase;  // phase -> (us, rank)
+  struct ShapeKey {
+    std::string phase, op;
+    int64_t m, n, k, batch;
+    std::string dtype;
+    bool operator<(const ShapeKey& o) const {
+      return std::tie(phase, op, m, n, k, batch, dtype) < std::tie(o.phase, o.op, o.m, o.n, o.k, o.batch, o.dtype);
+    }
+  };
+  struct ShapeAcc { std::set<std::pair<int, int32_t>> calls; int64_t kernels = 0; double us = 0; std::set<std::string> families; std::string example; };
+  std::map<ShapeKey, ShapeAcc> shapes;
+
+  for (const auto& f : files) {
+    RankTimeline tl = build_timeline(f, table, opt);
+    RankReport rr;
+    rr.rank = f.rank;
+    rr.file = f.path;
+    rr.device_name = f.device_name;
+    rr.bytes = f.bytes;
+    rr.events = f.events;
+    rr.gpu_events = static_cast<int64_t>(f.gpu_ops.size());
+    rr.skipped = f.skipped;
+    for (const auto& [k, v] : f.skipped) rep.skipped[k] += v;
+    rr.window_rule = tl.steps_from_annotations ? "step annotations (" + opt.step_regex + ")" : "GEMM M runs";
+    rr.windows = tl.windows;
+    std::map<Phase, std::vector<std::vector<uint32_t>>> by_phase;
+    std::vector<std::vector<uint32_t>> per_window(tl.windows.size());
+    std::vector<uint32_t> all;
+    for (uint32_t i = 0; i < tl.ops.size(); ++i) {
+      const auto& op = tl.ops[i];
+      if (op.launched) rr.launched++;
+      all.push_back(i);
+      if (op.window >= 0) per_window[static_cast<size_t>(op.window)].push_back(i);
+    }
+    for (size_t w = 0; w < tl.windows.size(); ++w) by_phase[tl.windows[w].phase].push_back(std::move(per_window[w]));
+    std::vector<Phase> wanted;
+    if (window == "all") wanted = {Phase::prefill, Phase::decode, Phase::unknown};
+    else wanted = {window == "prefill" ? Phase::prefill : Phase::decode};
+    for (Phase p : wanted) {
+      auto it = by_phase.find(p);
+      if (it == by_phase.end()) {
+        if (window != "all") {
+          PhaseStats empty;
+          empty.phase = to_string(p);
+          rr.phases.push_back(empty);
+        }
+        continue;
+      }
+      rr.phases.push_back(window_stats(tl, it->second, to_string(p), opt));
+    }
+    if (window == "all") rr.phases.push_back(window_stats(tl, {all}, "all", opt));
+    for (const auto& ps : rr.phases) comm_per_phase[ps.phase].push_back({ps.comm_us, f.rank});
+
+    // GEMM shapes.
+    std::set<Phase> wanted_set(wanted.begin(), wanted.end());
+    for (const auto& op : tl.ops) {
+      if (op.shape < 0) continue;
+      Phase p = op.window >= 0 ? tl.windows[static_cast<size_t>(op.window)].phase : Phase::unknown;
+      if (!wanted_set.count(p)) continue;
+      const auto& s = tl.shapes[op.shape];
+      std::string dt = short_dtype(f.strings.str(s.a_dtype));
+      std::string dtb = short_dtype(f.strings.str(s.b_dtype));
+      if (dtb != dt) dt += "*" + dtb;
+      ShapeKey key{to_string(p), f.strings.str(f.cpu_ops[op.gemm_op].name), s.m, s.n, s.k, s.batch, dt};
+      auto& acc = shapes[key];
+      acc.calls.insert({f.rank, op.gemm_op});
+      acc.kernels++;
+      acc.us += f.gpu_ops[op.gpu].dur_us;
+      const auto& fam = tl.families[static_cast<size_t>(op.family)];
+      acc.families.insert(table.category(op.category).name + (fam.empty() ? "" : "/" + fam));
+      if (acc.example.empty()) acc.example = f.strings.str(f.gpu_ops[op.gpu].name);
+    }
+
+    for (const auto& c : f.cpu_ops) {
+      if (!c.has_input_dims) continue;
+      rep.ops_with_input_dims++;
+      if (c.input_dims_empty) {
+        rep.ops_with_empty_input_dims++;
+        rep.empty_input_dims_by_op[f.strings.str(c.name)]++;
+      }
+    }
+    rep.ranks.push_back(std::move(rr));
+  }
+
+  for (auto& [phase, v] : comm_per_phase) {
+    std::sort(v.begin(), v.end());
+    BalanceRow b;
+    b.phase = phase;
+    b.min_us = v.front().first;
+    b.min_rank = v.front().second;
+    b.max_us = v.back().first;
+    b.max_rank = v.back().second;
+    size_t n = v.size();
+    b.median_us = n % 2 ? v[n / 2].first : 0.5 * (v[n / 2 - 1].first + v[n / 2].first);
+    rep.comm_balance.push_back(b);
+  }
+  for (auto& [k, acc] : shapes) {
+    ShapeRow r;
+    r.phase = k.phase;
+    r.op = k.op;
+    r.m = k.m;
+    r.n = k.n;
+    r.k = k.k;
+    r.batch = k.batch;
+    r.dtype = k.dtype;
+    r.calls = static_cast<int64_t>(acc.calls.size());
+    r.kernels = acc.kernels;
+    r.kernel_us = acc.us;
+    for (const auto& fam : acc.families) r.families += (r.families.empty() ? "" : ",") + fam;
+    r.example_kernel = acc.example;
+    rep.gemm_shapes.push_back(r);
+  }
+  std::stable_sort(rep.gemm_shapes.begin(), rep.gemm_shapes.end(),
+                   [](const ShapeRow& a, const ShapeRow& b) {
+                     return a.phase != b.phase ? a.phase < b.phase : a.kernel_us > b.kernel_us;
+                   });
+  return rep;
+}
+
+// ---------------------------------------------------------------------------------- output ----
+
+namespace {
+nlohmann::json stats_json(const PhaseStats& s) {
+  nlohmann::json j;
+  j["phase"] = s.phase;
+  j["windows"] = s.windows;
+  j["gpu_events"] = s.events;
+  j["wall_us"] = s.wall_us;
+  j["busy_us"] = s.busy_us;
+  j["idle_us"] = s.idle_us;
+  j["idle_gaps"] = s.idle_gaps;
+  j["largest_gap_us"] = s.largest_gap_us;
+  j["kernel_us"] = s.kernel_us;
+  j["streams"] = s.streams;
+  auto cats = nlohmann::json::object();
+  for (const auto& [k, c] : s.by_category) cats[k] = {{"count", c.count}, {"total_us", c.total_us}, {"avg_us", c.avg_us()}};
+  j["categories"] = cats;
+  auto fams = nlohmann::json::object();
+  for (const auto& [k, c] : s.by_family) fams[k] = {{"count", c.count}, {"total_us", c.total_us}, {"avg_us", c.avg_us()}};
+  j["families"] = fams;
+  j["communication"] = {{"kernel_us", s.comm_us},
+                        {"busy_us", s.comm_busy_us},
+                        {"overlapped_with_compute_us", s.comm_overlap_us},
+                        {"overlap_fraction", s.overlap_fraction()}};
+  j["gemm_kernels"] = s.gemm_kernels;
+  j["gemm_kernels_with_shape"] = s.gemm_kernels_with_shape;
+  return j;
+}
+}  // namespace
+
+nlohmann::json to_json(const AnalysisReport& r) {
+  nlohmann::json j;
+  j["path"] = r.path;
+  j["world_size"] = r.world_size;
+  j["window"] = r.window;
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& rr : r.ranks) {
+    nlohmann::json jr;
+    jr["rank"] = rr.rank;
+    jr["file"] = rr.file;
+    jr["device"] = rr.device_name;
+    jr["bytes"] = rr.bytes;
+    jr["events"] = rr.events;
+    jr["gpu_events"] = rr.gpu_events;
+    jr["gpu_events_joined_to_launch"] = rr.launched;
+    jr["skipped_events"] = rr.skipped;
+    jr["window_rule"] = rr.window_rule;
+    jr["windows"] = nlohmann::json::array();
+    for (const auto& w : rr.windows)
+      jr["windows"].push_back({{"name", w.name}, {"phase", to_string(w.phase)}, {"start_us", w.start_us},
+                               {"end_us", w.end_us}, {"median_gemm_m", w.median_m}});
+    jr["phases"] = nlohmann::json::array();
+    for (const auto& s : rr.phases) jr["phases"].push_back(stats_json(s));
+    j["ranks"].push_back(jr);
+  }
+  j["communication_balance"] = nlohmann::json::array();
+  for (const auto& b : r.comm_balance)
+    j["communication_balance"].push_back({{"phase", b.phase}, {"min_us", b.min_us}, {"min_rank", b.min_rank},
+                                          {"median_us", b.median_us}, {"max_us", b.max_us}, {"max_rank", b.max_rank}});
+  j["gemm_shapes"] = nlohmann::json::array();
+  for (const auto& s : r.gemm_shapes)
+    j["gemm_shapes"].push_back({{"phase", s.phase}, {"op", s.op}, {"m", s.m}, {"n", s.n}, {"k", s.k},
+                                {"batch", s.batch}, {"dtype", s.dtype}, {"calls", s.calls}, {"kernels", s.kernels},
+                                {"kernel_us", s.kernel_us}, {"families", s.families}, {"example_kernel", s.example_kernel}});
+  j["input_dims"] = {{"ops_with_input_dims", r.ops_with_input_dims},
+                     {"ops_with_empty_input_dims", r.ops_with_empty_input_dims},
+                     {"empty_by_op", r.empty_input_dims_by_op}};
+  j["skipped_events"] = r.skipped;
+  return j;
+}
+
+std::string to_table(const AnalysisReport& r) {
+  std::string o;
+  auto out = std::back_inserter(o);
+  int64_t events = 0;
+  for (const auto& rr : r.ranks) events += static_cast<int64_t>(rr.events);
+  fmt::format_to(out, "trace {}: {} rank(s), world size {}, {} events\n", r.path, r.ranks.size(), r.world_size, events);
+  if (!r.skipped.empty()) {
+    fmt::format_to(out, "skipped event kinds (ph/cat: count):");
+    for (const auto& [k, v] : r.skipped) fmt::format_to(out, " {}: {};", k, v);
+    o += "\n";
+  }
+  for (const auto& rr : r.ranks) {
+    fmt::format_to(out, "\n== rank {} ({}{}{}) — windows from {}: {}\n", rr.rank, rr.file,
+                   rr.device_name.empty() ? "" : ", ", rr.device_name, rr.window_rule, rr.windows.size());
+    fmt::format_to(out, "   GPU events joined to their launch: {} of {}\n", rr.launched, rr.gpu_events);
+    for (const auto& s : rr.phases) {
+      if (s.windows == 0) {
+        fmt::format_to(out, "-- {}: no window of this phase\n", s.phase);
+        continue;
+      }
+      double busy_pct = s.wall_us > 0 ? 100.0 * s.busy_us / s.wall_us : 0;
+      fmt::format_to(out, "-- {} ({} window{}): wall {:.1f} us, GPU busy {:.1f} us ({:.1f}%), idle {:.1f} us in {} gap(s) (largest {:.1f} us), streams [{}]\n",
+                     s.phase, s.windows, s.windows == 1 ? "" : "s", s.wall_us, s.busy_us, busy_pct, s.idle_us,
+                     s.idle_gaps, s.largest_gap_us, fmt::join(s.streams, ","));
+      fmt::format_to(out, "   {:<32} {:>8} {:>12} {:>10} {:>7}\n", "category/family", "count", "total_us", "avg_us", "%");
+      std::vector<std::pair<std::string, CategoryStat>> rows(s.by_family.begin(), s.by_family.end());
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+      for (const auto& [k, c] : rows)
+        fmt::format_to(out, "   {:<32} {:>8} {:>12.1f} {:>10.2f} {:>6.1f}%\n", k, c.count, c.total_us, c.avg_us(),
+                       s.kernel_us > 0 ? 100.0 * c.total_us / s.kernel_us : 0);
+      fmt::format_to(out, "   communication {:.1f} us ({} kernel us); concurrent with compute on another stream: {:.1f} us = {:.1f}%\n",
+                     s.comm_busy_us, s.comm_us, s.comm_overlap_us, 100.0 * s.overlap_fraction());
+    }
+  }
+  if (!r.comm_balance.empty()) {
+    fmt::format_to(out, "\ncommunication time across ranks (sum of communication kernel us)\n");
+    fmt::format_to(out, "   {:<8} {:>12} {:>12} {:>12} {:>9}\n", "phase", "min", "median", "max", "max/min");
+    for (const auto& b : r.comm_balance)
+      fmt::format_to(out, "   {:<8} {:>8.1f} (r{}) {:>12.1f} {:>8.1f} (r{}) {:>9.3f}\n", b.phase, b.min_us, b.min_rank,
+                     b.median_us, b.max_us, b.max_rank, b.min_us > 0 ? b.max_us / b.min_us : 0.0);
+  }
+  if (!r.gemm_shapes.empty()) {
+    fmt::format_to(out, "\nGEMM shapes joined from CPU operators (all ranks)\n");
+    fmt::format_to(out, "   {:<8} {:<18} {:>22} {:<22} {:>7} {:>8} {:>12} {:>9}  {}\n", "phase", "op", "MxNxK (batch)",
+                   "dtype", "calls", "kernels", "kernel_us", "us/call", "kernel families");
+    for (const auto& s : r.gemm_shapes) {
+      std::string shape = fmt::format("{}x{}x{}", s.m, s.n, s.k);
+      if (s.batch != 1) shape += fmt::format(" ({})", s.batch);
+      fmt::format_to(out, "   {:<8} {:<18} {:>22} {:<22} {:>7} {:>8} {:>12.1f} {:>9.2f}  {}\n", s.phase, s.op, shape,
+                     s.dtype, s.calls, s.kernels, s.kernel_us, s.calls ? s.kernel_us / static_cast<double>(s.calls) : 0.0,
+                     s.families);
+    }
+  }
+  fmt::format_to(out, "\nCPU operators with \"Input Dims\": {}, of which empty (no tensor input): {}\n",
+                 r.ops_with_input_dims, r.ops_with_empty_input_dims);
+  std::vector<std::pair<std::string, int64_t>> e(r.empty_input_dims_by_op.begin(), r.empty_input_dims_by_op.end());
+  std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [k, v] : e) fmt::format_to(out, "   {:<40} {:>10}\n", k, v);
+  return o;
+}
+
+}  // namespace fusesim::trace

@@ -1,0 +1,112 @@
+// fusesim trace: `fusesim trace analyze` and `fusesim trace whatif`.
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "calibrate/trace/analysis.hpp"
+#include "calibrate/trace/whatif.hpp"
+#include "models/cli/hooks.hpp"
+
+namespace fusesim {
+
+namespace {
+
+struct CommonArgs {
+  std::string path;
+  std::string format = "table";
+  std::string categories;            // replacement table
+  std::vector<std::string> rules;    // user rules put in front
+  trace::AnalyzeOptions analyze;
+};
+
+void add_common(CLI::App* cmd, CommonArgs& a) {
+  cmd->add_option("PATH", a.path, "Kineto trace: a .json / .json.gz file or a directory of per-rank files")->required();
+  cmd->add_option("--format", a.format, "Output: table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--rules", a.rules, "YAML file of category rules tried before the built-in ones (repeatable)")->check(CLI::ExistingFile);
+  cmd->add_option("--categories", a.categories, "YAML rule table replacing the built-in calibrate/trace/categories.yaml")->check(CLI::ExistingFile);
+  cmd->add_option("--step-regex", a.analyze.step_regex, "CPU annotation names that mark a step (ECMAScript, full match)")->capture_default_str();
+  cmd->add_option("--decode-max-m", a.analyze.decode_max_m, "Largest GEMM M of a decode step")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--min-phase-votes", a.analyze.min_phase_votes, "Without step annotations: fewest GEMMs forming a phase run")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--gap-min-us", a.analyze.gap_min_us, "Shortest idle gap counted as a gap (us)")->capture_default_str()->check(CLI::NonNegativeNumber);
+}
+
+trace::CategoryTable load_table(const CommonArgs& a) {
+  auto t = a.categories.empty() ? trace::CategoryTable::builtin() : trace::CategoryTable::from_file(a.categories);
+  for (auto it = a.rules.rbegin(); it != a.rules.rend(); ++it) t.prepend_user_rules_file(*it);
+  return t;
+}
+
+template <class F>
+void run_reporting_errors(F&& f) {
+  try {
+    f();
+  } catch (const CLI::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::cerr << "fusesim trace: error: " << e.what() << "\n";
+    throw CLI::RuntimeError(1);
+  }
+}
+
+}  // namespace
+
+void register_trace_commands(CLI::App& app) {
+  auto* tr = app.add_subcommand("trace", "Profiler (Kineto) traces: compute/communication overlap and what-if replay");
+  tr->require_subcommand(1);
+
+  // ---- analyze ----
+  auto a = std::make_shared<CommonArgs>();
+  auto window = std::make_shared<std::string>("all");
+  auto* an = tr->add_subcommand("analyze", "Per rank and phase: busy/idle, kernel categories, overlap, GEMM shapes");
+  add_common(an, *a);
+  an->add_option("--window", *window, "Phase to report: prefill, decode or all (every phase plus the whole trace)")
+      ->check(CLI::IsMember({"prefill", "decode", "all"}))->capture_default_str();
+  an->callback([a, window] {
+    run_reporting_errors([&] {
+      auto table = load_table(*a);
+      auto files = trace::read_trace(a->path);
+      auto rep = trace::analyze(files, table, a->analyze, *window, a->path);
+      if (a->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      else std::cout << trace::to_table(rep);
+    });
+  });
+
+  // ---- whatif ----
+  auto w = std::make_shared<CommonArgs>();
+  auto wopt = std::make_shared<trace::WhatIfOptions>();
+  auto scales = std::make_shared<std::vector<std::string>>();
+  auto hw = std::make_shared<std::string>();
+  auto* wi = tr->add_subcommand("whatif", "Replay the GPU work on the engine and report the step time after a change");
+  add_common(wi, *w);
+  wi->add_option("--window", wopt->window, "Windows to replay: prefill, decode or all (the whole trace as one window)")
+      ->check(CLI::IsMember({"prefill", "decode", "all"}))->capture_default_str();
+  wi->add_flag("--comm-stream", wopt->comm_stream, "Move communication kernels to their own stream (depending only on their producers)");
+  wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
+                 "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  wi->add_option("--scale-collective", *scales, "REGEX=FACTOR: multiply the time of GPU events matching REGEX (repeatable)");
+  wi->add_flag("--fuse-gemm-ar", wopt->fuse_gemm_ar, "Replace a GEMM followed by an all-reduce by the fused model's prediction");
+  wi->add_option("--hw", *hw, "Hardware file for the fused GEMM+all-reduce prediction")->check(CLI::ExistingFile);
+  wi->add_option("--allreduce-regex", wopt->allreduce_regex, "Communication kernels that count as all-reduce for --fuse-gemm-ar")->capture_default_str();
+  wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  wi->add_option("--world-size", wopt->world_size, "Ranks in the all-reduce (default: from the trace)")->check(CLI::NonNegativeNumber);
+  wi->callback([w, wopt, scales, hw] {
+    run_reporting_errors([&] {
+      trace::WhatIfOptions opt = *wopt;
+      for (const auto& s : *scales) opt.scale.push_back(trace::parse_collective_scale(s));
+      if (opt.fuse_gemm_ar) {
+        if (hw->empty()) throw std::invalid_argument("--fuse-gemm-ar needs --hw FILE (the hardware the fused model predicts for)");
+        opt.gemm_ar_predictor = trace::default_gemm_ar_predictor(*hw);
+      }
+      auto table = load_table(*w);
+      auto files = trace::read_trace(w->path);
+      auto rep = trace::whatif(files, table, w->analyze, opt, w->path);
+      if (w->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      else std::cout << trace::to_table(rep);
+    });
+  });
+}
+
+}  // namespace fusesim

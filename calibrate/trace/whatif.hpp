@@ -1,0 +1,133 @@
+// fusesim trace: replay a trace's GPU work on the engine and answer "what if" questions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/trace/analysis.hpp"
+
+namespace fusesim::trace {
+
+/// Predicted time (microseconds) of a fused GEMM + all-reduce of an M x N x K GEMM (output M x N
+/// reduced over world_size ranks). Supplied by the model owner (models/).
+using GemmArPredictor = std::function<double(int64_t m, int64_t n, int64_t k, int world_size)>;
+
+/**
+ * The predictor the CLI uses for `trace whatif --fuse-gemm-ar --hw FILE`. The definition in this
+ * library is weak and throws std::runtime_error("... not yet wired ..."); the model owner links a
+ * strong definition (same signature, in any object of the final binary) that loads the hardware
+ * file at hw_path and returns the fused model's prediction.
+ */
+GemmArPredictor default_gemm_ar_predictor(const std::string& hw_path);
+
+/// A collective rescale: GPU events whose name matches `pattern` (ECMAScript, searched,
+/// case-insensitive) get their duration multiplied by `factor` (> 0).
+struct CollectiveScale {
+  std::string pattern;
+  double factor = 1.0;
+};
+
+/// Parse "REGEX=FACTOR" (the last '=' splits). Errors: std::invalid_argument naming the text.
+CollectiveScale parse_collective_scale(const std::string& text);
+
+struct WhatIfOptions {
+  std::string window = "decode";  ///< prefill | decode | all: which windows are replayed
+  double epsilon_us = 2.0;        ///< tolerance of the dependency inference (see ReplayGraph)
+  bool comm_stream = false;       ///< move communication kernels to their own stream
+  /// With comm_stream: the N-th non-communication event after a collective on its original stream
+  /// waits for it (0 = no consumer waits: the optimistic bound "depending only on producers").
+  int comm_consumer_after = 0;
+  std::vector<CollectiveScale> scale;
+  bool fuse_gemm_ar = false;      ///< replace GEMM + following all-reduce by the predictor's time
+  std::string allreduce_regex = "all_?reduce|cross_device_reduce|allreduce";
+  GemmArPredictor gemm_ar_predictor;  ///< required when fuse_gemm_ar
+  int world_size = 0;                 ///< 0: from the trace (distributedInfo or rank count)
+};
+
+/**
+ * One rank's window as a dependency graph for replay. Nodes are the window's GPU events in measured
+ * start order (times relative to the window's first start, microseconds).
+ *
+ * Dependency rule (inferred from timing alone; the trace has no event records):
+ *  - every node follows the previous node on its stream (stream order);
+ *  - a node that starts within epsilon_us of its stream predecessor's end is "chained": it starts
+ *    `lag_us` (its measured gap, 0..epsilon) after the predecessor ends;
+ *  - a node that starts after a longer gap on its own stream, and within epsilon_us of the end of
+ *    a node on another stream, depends on that node (the latest such end): a cross-stream wait,
+ *    again with its measured lag;
+ *  - any other node after a gap is host-released: it cannot start before its measured offset
+ *    (`release_us`), i.e. the host's launch timeline is held fixed.
+ * With measured durations the replay then reproduces every measured start exactly (up to events on
+ * one stream that overlap in the trace).
+ */
+struct ReplayGraph {
+  enum class Bind : uint8_t { stream_pred, dep, release };
+  struct Node {
+    uint32_t op = 0;        ///< index into RankTimeline::ops
+    double dur_us = 0;
+    int stream = 0;
+    std::vector<int> deps;  ///< cross-stream dependencies (node indices, all smaller)
+    Bind bind = Bind::release;
+    int bind_dep = -1;      ///< with Bind::dep: the node whose end (plus lag) fixes the start
+    double lag_us = 0;
+    double release_us = 0;  ///< with Bind::release: earliest start
+    double measured_start_us = 0;
+  };
+  std::vector<Node> nodes;
+  double measured_span_us = 0;
+};
+
+/// Build the graph of the ops (timeline indices, any order) of one window.
+ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_t>& ops, double epsilon_us);
+
+/// Replay a graph on a fresh sim::Simulation; returns the span (last end, us, from 0).
+/// Errors: std::logic_error if some node can never start (a dependency cycle).
+double replay_span_us(const ReplayGraph& g);
+
+struct WhatIfChanges {
+  int comm_moved = 0, consumers_added = 0;
+  int scaled = 0;
+  int fused = 0, fuse_skipped_no_shape = 0;
+};
+
+/// Apply the options' changes to a graph in place. Errors: std::invalid_argument for a bad regex
+/// or factor, std::runtime_error when fuse_gemm_ar has no predictor.
+WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size);
+
+struct WhatIfWindowRow {
+  std::string window;  ///< window name ("ProfilerStep#3", "run 1")
+  std::string phase;
+  double measured_us = 0, replay_us = 0, whatif_us = 0;  ///< max over ranks
+  std::vector<double> measured_by_rank, replay_by_rank, whatif_by_rank;
+};
+
+struct WhatIfReport {
+  std::string path;
+  int world_size = 0;
+  WhatIfOptions options;
+  std::vector<WhatIfWindowRow> windows;
+  WhatIfChanges changes;  ///< summed over ranks and windows
+  double measured_us = 0, replay_us = 0, whatif_us = 0;  ///< summed over windows
+  double replay_error() const { return measured_us > 0 ? (replay_us - measured_us) / measured_us : 0; }
+  double saving_us() const { return replay_us - whatif_us; }
+  double comm_us = 0;  ///< communication kernel time in the replayed windows, max over ranks
+};
+
+/**
+ * Replay the selected windows of every rank as measured, then with the changes, and report step
+ * times (per window, the max over ranks). Ranks are replayed independently (each keeps its own
+ * measured collective durations, which include waiting for other ranks).
+ * Errors: as apply_whatif; std::invalid_argument for a bad window name.
+ */
+WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& table,
+                    const AnalyzeOptions& aopt, const WhatIfOptions& opt, const std::string& path);
+
+nlohmann::json to_json(const WhatIfReport& r);
+std::string to_table(const WhatIfReport& r);
+
+}  // namespace fusesim::trace
