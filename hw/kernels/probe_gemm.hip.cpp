@@ -1,0 +1,130 @@
+// probe_gemm: vendor-BLAS GEMM time vs M, N, K (cuBLASLt / hipBLASLt), bf16 and fp8 e4m3 with
+// per-tensor scales, on one GPU. C[M,N] (bf16) = X[M,K] · W[N,K]^T, see blaslt_gemm.hpp.
+//
+// Sweeps: M (--m list) x N (--n list) at K (--k), both dtypes; K sweep and N sweep at M=8192;
+// "banded": the same product issued as `bands` row-band calls back to back on one stream (what
+// gemm_ar_live's overlapped mode does), bf16, for M >= 2048. Inputs are random (never zeros); the
+// same buffers are reused across iterations, as in gemm_ar_live. Each point: --warmup untimed runs,
+// then --iters runs timed one by one with events behind a start gate; median.
+// Output per point: sweep, dtype, m, n, k, bands, time_us, time_min_us, time_max_us, TFLOPs
+// (2*M*N*K / median time), workspace_bytes; or an "error" field when the library has no algorithm.
+#include <algorithm>
+#include <memory>
+
+#include "blaslt_gemm.hpp"
+#include "probe_common.hpp"
+
+using namespace fusesim::gpu;
+
+namespace {
+struct Shape {
+  std::string sweep;
+  GemmDtype dtype;
+  long long m, n, k;
+  int bands;
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args(argc, argv);
+  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
+  const int device = static_cast<int>(args.integer("--device", 0, "GPU to measure"));
+  const int iters = static_cast<int>(args.integer("--iters", 15, "timed iterations (median)"));
+  const int warmup = static_cast<int>(args.integer("--warmup", 3, "untimed iterations first"));
+  const auto ms = args.int_list("--m", {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}, "M sweep");
+  const auto ns = args.int_list("--n", {7168, 5120}, "N values of the M sweep");
+  const long long k0 = args.integer("--k", 2048, "K of the M sweep");
+  const auto dtype_names = args.str_list("--dtypes", {"bf16", "fp8"}, "input types");
+  const auto band_list = args.int_list("--bands", {2, 4, 8}, "band counts of the banded sweep");
+  const bool extra = !args.flag("--no-extra", "skip the K, N and banded sweeps");
+  args.finish("probe_gemm: cuBLASLt/hipBLASLt GEMM time vs shape (JSON lines on stdout)");
+
+  require_devices(device + 1);
+  std::vector<GemmDtype> dtypes;
+  for (const auto& n : dtype_names) {
+    GemmDtype d;
+    if (!parse_gemm_dtype(n, &d)) {
+      std::fprintf(stderr, "fusesim: unknown dtype %s\n", n.c_str());
+      return 2;
+    }
+    dtypes.push_back(d);
+  }
+  std::vector<Shape> shapes;
+  for (auto d : dtypes)
+    for (auto n : ns)
+      for (auto m : ms) shapes.push_back({"m", d, m, n, k0, 1});
+  if (extra) {
+    for (auto d : dtypes) {
+      for (long long k : {512, 1024, 4096, 8192}) shapes.push_back({"k", d, 8192, 7168, k, 1});
+      for (long long n : {1024, 2048, 4096, 8192}) shapes.push_back({"n", d, 8192, n, 2048, 1});
+    }
+    for (auto n : ns)
+      for (long long m : {2048, 4096, 8192, 16384, 32768})
+        for (auto b : band_list)
+          if (m % b == 0) shapes.push_back({"banded", GemmDtype::bf16, m, n, k0, static_cast<int>(b)});
+  }
+  size_t max_x = 0, max_w = 0, max_c = 0;
+  for (const auto& s : shapes) {
+    max_x = std::max<size_t>(max_x, s.m * s.k);
+    max_w = std::max<size_t>(max_w, s.n * s.k);
+    max_c = std::max<size_t>(max_c, s.m * s.n);
+  }
+
+  Reporter rep("gemm", args.command(), commit, {device});
+  GPU_CHECK(hipSetDevice(device));
+  Stream st(device);
+  Event e0(device), e1(device);
+  StartGate gate;
+  DeviceBuffer x16(device, max_x * 2), w16(device, max_w * 2), x8(device, max_x), w8(device, max_w);
+  DeviceBuffer c(device, max_c * 2), ws(device, kGemmWorkspaceBytes), scales(device, 2 * sizeof(float));
+  fill_random_bf16(x16.ptr, max_x, 31, 1.0f, st.s);
+  fill_random_bf16(w16.ptr, max_w, 32, 1.0f, st.s);
+  fill_random_fp8(x8.ptr, max_x, 33, st.s);
+  fill_random_fp8(w8.ptr, max_w, 34, st.s);
+  fill_f32(scales.as<float>(), 2, 0.5f, st.s);
+  GPU_CHECK(hipStreamSynchronize(st.s));
+  hipblasLtHandle_t handle = nullptr;
+  BLAS_CHECK(hipblasLtCreate(&handle));
+
+  for (const auto& s : shapes) {
+    const bool fp8 = s.dtype == GemmDtype::fp8_e4m3;
+    const long long band_m = s.m / s.bands;
+    GemmPlan plan(handle, s.dtype, band_m, s.n, s.k, kGemmWorkspaceBytes, scales.as<float>(),
+                  scales.as<float>() + 1);
+    JsonLine j;
+    j.str("sweep", s.sweep).str("dtype", gemm_dtype_name(s.dtype)).integer("m", s.m).integer("n", s.n)
+        .integer("k", s.k).integer("bands", s.bands);
+    if (!plan.ok()) {
+      j.str("error", plan.error());
+      rep.emit(j);
+      continue;
+    }
+    const char* x = fp8 ? x8.as<char>() : x16.as<char>();
+    const char* w = fp8 ? w8.as<char>() : w16.as<char>();
+    const size_t in_bytes = gemm_dtype_bytes(s.dtype);
+    auto enqueue = [&]() {
+      for (int b = 0; b < s.bands; ++b)
+        plan.run(x + b * band_m * s.k * in_bytes, w, c.as<char>() + b * band_m * s.n * 2, ws.ptr, st.s);
+    };
+    std::vector<double> t;
+    for (int it = 0; it < warmup + iters; ++it) {
+      const bool timed = it >= warmup;
+      if (timed) gate.arm(st.s);
+      GPU_CHECK(hipEventRecord(e0.e, st.s));
+      enqueue();
+      GPU_CHECK(hipEventRecord(e1.e, st.s));
+      if (timed) gate.release();
+      GPU_CHECK(hipStreamSynchronize(st.s));
+      if (timed) t.push_back(elapsed_us(e0.e, e1.e));
+    }
+    Stats st_ = stats_of(t);
+    const double flops = 2.0 * s.m * s.n * s.k;
+    j.integer("iters", st_.n).num("time_us", st_.median).num("time_min_us", st_.min).num("time_max_us", st_.max)
+        .num("TFLOPs", flops / (st_.median * 1e-6) / 1e12)
+        .integer("workspace_bytes", static_cast<long long>(plan.workspace_needed_bytes()))
+        .boolean("gate_timeout", gate.timed_out());
+    rep.emit(j);
+  }
+  BLAS_CHECK(hipblasLtDestroy(handle));
+  return 0;
+}

@@ -1,0 +1,246 @@
+// probe_launch: kernel launch latency and the graph-replay floor on one GPU, plus the cost of an
+// event wait between streams (same GPU and across GPUs, when two are visible).
+//
+// Quantities (each the median of --iters samples; one JSON line each, field "quantity"):
+//   launch_sync_wall_us       host wall time of one empty-kernel launch + stream synchronize
+//   launch_enqueue_host_us    host time per launch call, enqueuing --batch launches back to back
+//   kernel_event_span_us      device time between events around one empty kernel (gated)
+//   kernel_back_to_back_us    device time per empty kernel, --batch of them enqueued behind a gate
+//   graph_sync_wall_us        host wall time of one replay of a 1-kernel graph + synchronize
+//   graph_replay_event_span_us  device time between events around one replay of a 1-kernel graph
+//   graph_back_to_back_us     device time per replay, --batch replays behind a gate
+//   graph_kernel_in_graph_us  device time per kernel inside one replay of a --batch-kernel graph
+//   event_wait_same_gpu_us    extra device time when a second kernel on another stream of the
+//                             same GPU waits on an event after the first (vs the same stream)
+//   event_wait_cross_gpu_us   the same when the second stream is on GPU 1 (round trip back to 0,
+//                             halved: one cross-GPU wait)
+#include <chrono>
+#include <memory>
+
+#include "probe_common.hpp"
+
+using namespace fusesim::gpu;
+
+namespace {
+double wall_us_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args(argc, argv);
+  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
+  const int iters = static_cast<int>(args.integer("--iters", 51, "samples per quantity (median)"));
+  const int batch = static_cast<int>(args.integer("--batch", 200, "launches per back-to-back sample"));
+  args.finish("probe_launch: launch latency and graph-replay floor (JSON lines on stdout)");
+
+  int ndev = require_devices(1);
+  std::vector<int> used = ndev >= 2 ? std::vector<int>{0, 1} : std::vector<int>{0};
+  if (ndev >= 2) enable_peer_access_all(2);
+  Reporter rep("launch", args.command(), commit, used);
+  GPU_CHECK(hipSetDevice(0));
+  Stream st(0), st2(0);
+  Event e0(0), e1(0);
+  StartGate gate;
+
+  auto emit = [&](const std::string& q, const std::vector<double>& v, const std::string& note) {
+    Stats s = stats_of(v);
+    JsonLine j;
+    j.str("quantity", q).integer("iters", s.n).num("time_us", s.median).num("time_min_us", s.min)
+        .num("time_max_us", s.max).integer("batch", batch).str("note", note)
+        .boolean("gate_timeout", gate.timed_out());
+    rep.emit(j);
+  };
+
+  // Warm-up: load the kernels and the gate.
+  for (int i = 0; i < 10; ++i) launch_empty_kernel(1, 32, st.s);
+  gate.arm(st.s);
+  gate.release();
+  GPU_CHECK(hipStreamSynchronize(st.s));
+
+  std::vector<double> v;
+  for (int i = 0; i < iters + 3; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    launch_empty_kernel(1, 32, st.s);
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    if (i >= 3) v.push_back(wall_us_since(t0));
+  }
+  emit("launch_sync_wall_us", v, "1x32 empty kernel, launch + hipStreamSynchronize, host clock");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int b = 0; b < batch; ++b) launch_empty_kernel(1, 32, st.s);
+    v.push_back(wall_us_since(t0) / batch);
+    GPU_CHECK(hipStreamSynchronize(st.s));
+  }
+  emit("launch_enqueue_host_us", v, "host time per launch call, batch enqueued back to back");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    gate.arm(st.s);
+    GPU_CHECK(hipEventRecord(e0.e, st.s));
+    launch_empty_kernel(1, 32, st.s);
+    GPU_CHECK(hipEventRecord(e1.e, st.s));
+    gate.release();
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(elapsed_us(e0.e, e1.e));
+  }
+  emit("kernel_event_span_us", v, "events around one empty kernel, gated");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    gate.arm(st.s);
+    GPU_CHECK(hipEventRecord(e0.e, st.s));
+    for (int b = 0; b < batch; ++b) launch_empty_kernel(1, 32, st.s);
+    GPU_CHECK(hipEventRecord(e1.e, st.s));
+    gate.release();
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(elapsed_us(e0.e, e1.e) / batch);
+  }
+  emit("kernel_back_to_back_us", v, "device time per empty kernel, batch enqueued behind a gate");
+
+  // Graphs: one empty kernel, and `batch` empty kernels.
+  hipGraph_t g1 = nullptr, gn = nullptr;
+  hipGraphExec_t x1 = nullptr, xn = nullptr;
+  GPU_CHECK(hipStreamBeginCapture(st.s, hipStreamCaptureModeThreadLocal));
+  launch_empty_kernel(1, 32, st.s);
+  GPU_CHECK(hipStreamEndCapture(st.s, &g1));
+  GPU_CHECK(hipGraphInstantiateWithFlags(&x1, g1, 0));
+  GPU_CHECK(hipStreamBeginCapture(st.s, hipStreamCaptureModeThreadLocal));
+  for (int b = 0; b < batch; ++b) launch_empty_kernel(1, 32, st.s);
+  GPU_CHECK(hipStreamEndCapture(st.s, &gn));
+  GPU_CHECK(hipGraphInstantiateWithFlags(&xn, gn, 0));
+  for (int i = 0; i < 5; ++i) {
+    GPU_CHECK(hipGraphLaunch(x1, st.s));
+    GPU_CHECK(hipGraphLaunch(xn, st.s));
+  }
+  GPU_CHECK(hipStreamSynchronize(st.s));
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    GPU_CHECK(hipGraphLaunch(x1, st.s));
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(wall_us_since(t0));
+  }
+  emit("graph_sync_wall_us", v, "one replay of a 1-kernel graph + synchronize, host clock");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    gate.arm(st.s);
+    GPU_CHECK(hipEventRecord(e0.e, st.s));
+    GPU_CHECK(hipGraphLaunch(x1, st.s));
+    GPU_CHECK(hipEventRecord(e1.e, st.s));
+    gate.release();
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(elapsed_us(e0.e, e1.e));
+  }
+  emit("graph_replay_event_span_us", v, "events around one replay of a 1-kernel graph, gated");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    gate.arm(st.s);
+    GPU_CHECK(hipEventRecord(e0.e, st.s));
+    for (int b = 0; b < batch; ++b) GPU_CHECK(hipGraphLaunch(x1, st.s));
+    GPU_CHECK(hipEventRecord(e1.e, st.s));
+    gate.release();
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(elapsed_us(e0.e, e1.e) / batch);
+  }
+  emit("graph_back_to_back_us", v, "device time per replay of a 1-kernel graph, batch behind a gate");
+
+  v.clear();
+  for (int i = 0; i < iters; ++i) {
+    gate.arm(st.s);
+    GPU_CHECK(hipEventRecord(e0.e, st.s));
+    GPU_CHECK(hipGraphLaunch(xn, st.s));
+    GPU_CHECK(hipEventRecord(e1.e, st.s));
+    gate.release();
+    GPU_CHECK(hipStreamSynchronize(st.s));
+    v.push_back(elapsed_us(e0.e, e1.e) / batch);
+  }
+  emit("graph_kernel_in_graph_us", v, "device time per kernel inside one replay of a batch-kernel graph");
+
+  // Event waits: k on st, then k on st2 after waiting on st's event, vs both on st.
+  Event mid(0);
+  auto chain = [&](hipStream_t second, int second_dev, Event* back) {
+    std::vector<double> out;
+    for (int i = 0; i < iters + 3; ++i) {
+      GPU_CHECK(hipSetDevice(0));
+      gate.arm(st.s);
+      GPU_CHECK(hipEventRecord(e0.e, st.s));
+      launch_empty_kernel(1, 32, st.s);
+      if (second) {
+        GPU_CHECK(hipEventRecord(mid.e, st.s));
+        GPU_CHECK(hipSetDevice(second_dev));
+        GPU_CHECK(hipStreamWaitEvent(second, mid.e, 0));
+        launch_empty_kernel(1, 32, second);
+        if (back) {
+          GPU_CHECK(hipEventRecord(back->e, second));
+          GPU_CHECK(hipSetDevice(0));
+          GPU_CHECK(hipStreamWaitEvent(st.s, back->e, 0));
+          launch_empty_kernel(1, 32, st.s);
+        } else {
+          GPU_CHECK(hipEventRecord(e1.e, second));
+        }
+      } else {
+        launch_empty_kernel(1, 32, st.s);
+      }
+      GPU_CHECK(hipSetDevice(0));
+      if (!second || back) GPU_CHECK(hipEventRecord(e1.e, st.s));
+      gate.release();
+      GPU_CHECK(hipDeviceSynchronize());
+      if (second_dev != 0) {
+        GPU_CHECK(hipSetDevice(second_dev));
+        GPU_CHECK(hipDeviceSynchronize());
+        GPU_CHECK(hipSetDevice(0));
+      }
+      if (i >= 3) out.push_back(elapsed_us(e0.e, e1.e));
+    }
+    return stats_of(out).median;
+  };
+  // Same-stream chains of 2 and 3 kernels are the baselines.
+  const double base2 = chain(nullptr, 0, nullptr);
+  const double same = chain(st2.s, 0, nullptr);
+  {
+    JsonLine j;
+    j.str("quantity", "event_wait_same_gpu_us").num("time_us", same - base2).num("chain_us", same)
+        .num("baseline_us", base2).integer("iters", iters)
+        .str("note", "2 kernels across 2 streams of GPU 0 joined by an event, minus 2 on one stream");
+    rep.emit(j);
+  }
+  if (ndev >= 2) {
+    Stream remote(1);
+    Event back(1);
+    for (int i = 0; i < 5; ++i) {  // load the kernel on GPU 1
+      GPU_CHECK(hipSetDevice(1));
+      launch_empty_kernel(1, 32, remote.s);
+      GPU_CHECK(hipStreamSynchronize(remote.s));
+    }
+    GPU_CHECK(hipSetDevice(0));
+    // Baseline: 3 kernels on one stream of GPU 0.
+    std::vector<double> b3;
+    for (int i = 0; i < iters + 3; ++i) {
+      gate.arm(st.s);
+      GPU_CHECK(hipEventRecord(e0.e, st.s));
+      for (int k = 0; k < 3; ++k) launch_empty_kernel(1, 32, st.s);
+      GPU_CHECK(hipEventRecord(e1.e, st.s));
+      gate.release();
+      GPU_CHECK(hipStreamSynchronize(st.s));
+      if (i >= 3) b3.push_back(elapsed_us(e0.e, e1.e));
+    }
+    const double base3 = stats_of(b3).median;
+    const double cross = chain(remote.s, 1, &back);
+    JsonLine j;
+    j.str("quantity", "event_wait_cross_gpu_us").num("time_us", 0.5 * (cross - base3)).num("chain_us", cross)
+        .num("baseline_us", base3).integer("iters", iters)
+        .str("note", "GPU0 kernel -> GPU1 kernel -> GPU0 kernel joined by events, minus 3 on one stream, halved");
+    rep.emit(j);
+  }
+  GPU_CHECK(hipGraphExecDestroy(x1));
+  GPU_CHECK(hipGraphExecDestroy(xn));
+  GPU_CHECK(hipGraphDestroy(g1));
+  GPU_CHECK(hipGraphDestroy(gn));
+  return 0;
+}
