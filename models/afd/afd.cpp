@@ -46,17 +46,19 @@ struct Ctx {
   }
 };
 
-/// A countdown latch: fn runs when count() reached zero (immediately if created at zero).
+/// A join counter: fn runs once when `need` arrivals were counted (arrivals may precede arm()).
 struct Latch {
-  int n = 0;
+  int got = 0, need = -1;
+  bool fired = false;
   std::function<void()> fn;
   void arm(int count, std::function<void()> f) {
-    n = count;
+    need = count;
     fn = std::move(f);
-    if (n == 0) { auto g = fn; g(); }
+    check();
   }
-  void down() {
-    if (--n == 0 && fn) { auto g = fn; g(); }
+  void down() { ++got; check(); }
+  void check() {
+    if (!fired && need >= 0 && got >= need && fn) { fired = true; auto g = fn; g(); }
   }
 };
 
@@ -137,7 +139,7 @@ void run_nvlink(Ctx& x) {
       for (int t = 0; t < T; ++t) {
         const int n = r.rows[a][size_t(t) * F + f];
         if (!n) continue;
-        const int s = channel_of(t, a, A, Cc, c.rotate_channels) / 8;
+        const int s = channel_of(t, a, A, Cc, c.rotate_channels) % combine_sms_ffn;
         acc[size_t(s) * A + a].tokens += 1;
         acc[size_t(s) * A + a].rows += n;
       }
@@ -218,7 +220,7 @@ void run_nvlink(Ctx& x) {
       const int ch = channel_of(t, a, A, C, c.rotate_channels);
       for (int f = 0; f < F; ++f)
         if (r.hits[a][t] >> f & 1) {
-          Grp& g = grp[(size_t(a) * sms + ch / 8) * F + f];
+          Grp& g = grp[(size_t(a) * sms + ch % sms) * F + f];
           g.tokens += 1;
           g.chain = std::max(g.chain, ++per_ch[size_t(ch) * F + f]);
         }
@@ -266,15 +268,7 @@ void run_nvlink(Ctx& x) {
       }
 
   // ---- Attention combine end: every FFN's finish flags (AFD) / the global combine (masked) ----
-  const int ffn_with_data = [&] {
-    int n = 0;
-    for (int f = 0; f < F; ++f) {
-      bool any = false;
-      for (int a = 0; a < A; ++a) any |= r.tokens_to[a][f] > 0;
-      n += any;
-    }
-    return n;
-  }();
+  const int ffn_with_data = F;  // every FFN rank runs its combine (empty ones only signal)
   L_ffn_comb_end->arm(ffn_with_data, [&] {
     double t = sim.now() + nvl_lat;
     for (int a = 0; a < A; ++a) {
@@ -283,8 +277,7 @@ void run_nvlink(Ctx& x) {
       finish_attention_combine(d, std::max(t, t_min));
     }
   });
-  int masked_comb = 0;
-  for (int f = 0; f < F; ++f) masked_comb += (in_bytes[f] > 0);
+  const int masked_comb = F;
   if (masked)
     L_comb_all->arm(masked_comb, [&] {
       const double t_end = sim.now() + x.P("afd.combine_finish") + x.P("masked.combine_extra") +

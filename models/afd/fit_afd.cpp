@@ -1,0 +1,128 @@
+// fusesim_afd_fit: bounded least-squares fit of the AFD model's `kind: fitted` parameters of one
+// hardware file to the measured points of AFD scenario files (Nelder-Mead on log-parameters inside
+// the registry's bounds; objective = sum of squared log errors, per-kernel durations at T >= 128
+// weighted by --kernel-weight). Prints the fitted values ("key value") and the per-file errors.
+// Kept apart from the model; the calibration module will own fitting later.
+//
+// usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--keys k1,k2] SCENARIO...
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "models/afd/params.hpp"
+#include "models/afd/scenario.hpp"
+
+using namespace fusesim;
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::cerr << "usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--keys a,b] SCENARIO...\n";
+    return 2;
+  }
+  const std::string root = argv[1], hw_path = argv[2];
+  int iters = 400;
+  double kw = 0.3;
+  bool report = false;
+  std::vector<std::string> keys_only, scen;
+  for (int i = 3; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--report") report = true;
+    else if (a == "--iters") iters = std::stoi(argv[++i]);
+    else if (a == "--kernel-weight") kw = std::stod(argv[++i]);
+    else if (a == "--keys") {
+      std::stringstream ss(argv[++i]);
+      for (std::string k; std::getline(ss, k, ',');) keys_only.push_back(k);
+    } else scen.push_back(a);
+  }
+  const auto reg = afd::afd_registry();
+  hw::Hardware hw = hw::Hardware::load(root + "/" + hw_path, reg);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : hw.values())
+    if (v.kind == hw::Provenance::Fitted &&
+        (keys_only.empty() || std::find(keys_only.begin(), keys_only.end(), k) != keys_only.end()))
+      keys.push_back(k);
+  const size_t n = keys.size();
+  std::vector<double> lo(n), hi(n), x0(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto* d = reg.find(keys[i]);
+    lo[i] = std::log(std::max(d->lower, 1e-15));
+    hi[i] = std::log(d->upper);
+    x0[i] = std::log(std::max(hw.get(keys[i]), 1e-15));
+  }
+  auto apply = [&](const std::vector<double>& x) {
+    for (size_t i = 0; i < n; ++i) hw.set_si(keys[i], std::exp(std::clamp(x[i], lo[i], hi[i])));
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    apply(x);
+    double f = 0;
+    for (const auto& s : scen) {
+      const auto rep = afd::evaluate_afd_scenario(s, root, reg, &hw);
+      for (const auto& p : rep.points) {
+        const double e = std::log(p.predicted / p.measured);
+        f += e * e + (std::fabs(e) > 0.10 ? 4 * (std::fabs(e) - 0.10) * (std::fabs(e) - 0.10) : 0.0);
+      }
+      for (const auto& p : rep.kernel_points) {
+        const double e = std::log(std::max(p.predicted, 0.05) / p.measured);
+        f += kw * e * e;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) if (x[i] < lo[i] || x[i] > hi[i]) f += 1e3;
+    return f;
+  };
+  // Nelder-Mead
+  std::vector<std::vector<double>> simplex(n + 1, x0);
+  std::vector<double> fv(n + 1);
+  for (size_t i = 0; i < n; ++i) simplex[i + 1][i] += 0.3;
+  for (size_t i = 0; i <= n; ++i) fv[i] = objective(simplex[i]);
+  for (int it = 0; it < iters; ++it) {
+    std::vector<size_t> idx(n + 1);
+    for (size_t i = 0; i <= n; ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return fv[a] < fv[b]; });
+    auto S = simplex; auto F = fv;
+    for (size_t i = 0; i <= n; ++i) { simplex[i] = S[idx[i]]; fv[i] = F[idx[i]]; }
+    if (it % 50 == 0) std::fprintf(stderr, "iter %d best %.5f\n", it, fv[0]);
+    std::vector<double> c(n, 0);
+    for (size_t i = 0; i < n; ++i) for (size_t j = 0; j < n; ++j) c[j] += simplex[i][j] / n;
+    auto lerp = [&](double t) { std::vector<double> p(n); for (size_t j = 0; j < n; ++j) p[j] = c[j] + t * (simplex[n][j] - c[j]); return p; };
+    auto xr = lerp(-1); double fr = objective(xr);
+    if (fr < fv[0]) {
+      auto xe = lerp(-2); double fe = objective(xe);
+      if (fe < fr) { simplex[n] = xe; fv[n] = fe; } else { simplex[n] = xr; fv[n] = fr; }
+    } else if (fr < fv[n - 1]) { simplex[n] = xr; fv[n] = fr; }
+    else {
+      auto xc = lerp(fr < fv[n] ? -0.5 : 0.5); double fc = objective(xc);
+      if (fc < std::min(fr, fv[n])) { simplex[n] = xc; fv[n] = fc; }
+      else {
+        for (size_t i = 1; i <= n; ++i) {
+          for (size_t j = 0; j < n; ++j) simplex[i][j] = simplex[0][j] + 0.5 * (simplex[i][j] - simplex[0][j]);
+          fv[i] = objective(simplex[i]);
+        }
+      }
+    }
+  }
+  size_t best = std::min_element(fv.begin(), fv.end()) - fv.begin();
+  apply(simplex[best]);
+  std::fprintf(stderr, "final objective %.5f\n", fv[best]);
+  for (size_t i = 0; i < n; ++i) {
+    const auto* d = reg.find(keys[i]);
+    std::cout << keys[i] << " " << hw::format_quantity(d->quantity, hw.get(keys[i])) << "\n";
+  }
+  for (const auto& s : scen) {
+    const auto rep = afd::evaluate_afd_scenario(s, root, reg, &hw);
+    std::fprintf(stderr, "%s: %zu points, median |err| %.2f%%, max %.2f%%\n", rep.scenario.c_str(), rep.points.size(),
+                 rep.median_abs_err_pct(), rep.max_abs_err_pct());
+    if (report) {
+      for (const auto& p : rep.points)
+        std::fprintf(stderr, "  %-28s %-10s meas %8.2f pred %8.2f err %+6.1f%%\n", p.case_id.c_str(), p.what.c_str(), p.measured, p.predicted, p.err_pct());
+      for (const auto& p : rep.kernel_points)
+        std::fprintf(stderr, "  K %-26s %-32s meas %8.2f pred %8.2f err %+6.1f%%\n", p.case_id.c_str(), p.what.c_str(), p.measured, p.predicted, p.err_pct());
+    }
+  }
+  return 0;
+}

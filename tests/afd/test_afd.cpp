@@ -1,0 +1,193 @@
+// AFD model tests: NIC operation counts (AFD.md formulas), routing counts, scenario tolerances.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "models/afd/afd.hpp"
+#include "models/afd/params.hpp"
+#include "models/afd/scenario.hpp"
+
+using namespace fusesim;
+using namespace fusesim::afd;
+
+namespace {
+const std::string kRoot = FUSESIM_REPO_ROOT;
+const hw::ParamRegistry& reg() {
+  static const hw::ParamRegistry r = afd_registry();
+  return r;
+}
+const hw::Hardware& h100() {
+  static const hw::Hardware h = hw::Hardware::load(kRoot + "/hw/h100-ib-pods.yaml", reg());
+  return h;
+}
+const hw::Hardware& h200() {
+  static const hw::Hardware h = hw::Hardware::load(kRoot + "/hw/h200-4gpu-nvlink.yaml", reg());
+  return h;
+}
+AfdCase cross(int A, int T, int sms) {
+  AfdCase c;
+  c.attention_ranks = A;
+  c.ffn_ranks = 4;
+  c.tokens = T;
+  c.transport_sms = sms;
+  c.hybrid = true;
+  return c;
+}
+}  // namespace
+
+TEST(AfdRouting, EveryTokenHasTopkRowsAndHitsAtLeastOneFfn) {
+  // 3 sources x 512 tokens x top-8 of 128 over 2 FFN ranks: rows = 3*512*8 (no drops below capacity).
+  const Routing r = route(3, 2, 512, 8, 128, 2048, 7);
+  long rows = 0;
+  for (int s = 0; s < 3; ++s)
+    for (int f = 0; f < 2; ++f) {
+      rows += r.rows_to[s][f];
+      EXPECT_LE(r.tokens_to[s][f], 512);
+    }
+  EXPECT_EQ(rows, 3L * 512 * 8);
+  EXPECT_EQ(r.dropped_rows, 0);
+  for (int t = 0; t < 512; ++t) EXPECT_NE(r.hits[0][t], 0u);
+}
+
+TEST(AfdRouting, HitFractionMatchesHypergeometric) {
+  // P(token misses an FFN rank holding 32 of 128 experts) = C(96,8)/C(128,8) = prod_{i<8} (96-i)/(128-i).
+  double miss = 1;
+  for (int i = 0; i < 8; ++i) miss *= (96.0 - i) / (128.0 - i);
+  const Routing r = route(1, 4, 20000, 8, 128, 1 << 20, 11);
+  for (int f = 0; f < 4; ++f) EXPECT_NEAR(r.tokens_to[0][f] / 20000.0, 1 - miss, 0.01);
+}
+
+TEST(AfdRouting, CapacityDropsRowsBeyondIt) {
+  // One expert per token and 1 expert in total: every token picks expert 0; capacity 5 keeps 5 rows.
+  const Routing r = route(1, 1, 12, 1, 1, 5, 1);
+  EXPECT_EQ(r.rows_to[0][0], 5);
+  EXPECT_EQ(r.dropped_rows, 7);
+}
+
+TEST(AfdRouting, SameSeedSameRouting) {
+  const Routing a = route(2, 2, 64, 8, 128, 2048, 5), b = route(2, 2, 64, 8, 128, 2048, 5);
+  EXPECT_EQ(a.hits, b.hits);
+}
+
+TEST(AfdChannels, EightPerTransportSm) { EXPECT_EQ(channels_of(24), 192); }
+
+TEST(AfdNicOps, FfnNicSeesTwoCSAtomicsPerRoundTripAtT1) {
+  // AFD.md: dispatch brings C*S finish atomics to each FFN NIC, combine sends C*S: 2*C*S in total.
+  for (int S : {1, 2, 3})
+    for (int sms : {8, 24, 48}) {
+      const AfdResult r = simulate_afd(h100(), cross(4 * S, 1, sms), nullptr);
+      const long C = channels_of(sms);
+      for (int f = 0; f < 4; ++f) {
+        EXPECT_EQ(r.nics[f].atomics_in, C * S) << "S=" << S << " sms=" << sms;
+        EXPECT_EQ(r.nics[f].atomics_out, C * S) << "S=" << S << " sms=" << sms;
+        EXPECT_EQ(r.nics[f].atomics_in + r.nics[f].atomics_out, 2 * C * S);
+      }
+    }
+}
+
+TEST(AfdNicOps, AttentionNicSeesCFEachWayIndependentOfS) {
+  for (int S : {1, 2}) {
+    const AfdResult r = simulate_afd(h100(), cross(4 * S, 1, 24), nullptr);
+    for (size_t g = 4; g < r.nics.size(); ++g) {
+      EXPECT_EQ(r.nics[g].atomics_out, 192 * 4);
+      EXPECT_EQ(r.nics[g].atomics_in, 192 * 4);
+    }
+  }
+}
+
+TEST(AfdNicOps, SkipEmptyFinishSendsOnlyDataChannelsPlusOneRelease) {
+  // T=1: one channel carries data per source; with the what-if each (source, FFN) pair sends that
+  // channel's finish plus one designated release: 2 per source at the FFN NIC per direction.
+  AfdCase c = cross(4, 1, 24);
+  c.skip_empty_finish = true;
+  const AfdResult r = simulate_afd(h100(), c, nullptr);
+  for (int f = 0; f < 4; ++f) EXPECT_EQ(r.nics[f].atomics_in, 2);
+}
+
+TEST(AfdModel, UnknownParamIsAnErrorNamingTheKey) {
+  YAML::Node p = YAML::Load("{tokens: 8, bogus_knob: 3}");
+  try {
+    (void)afd_case_from_yaml(p);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bogus_knob"), std::string::npos);
+  }
+}
+
+TEST(AfdModel, SplitMustFitTheDomain) {
+  AfdCase c;
+  c.attention_ranks = 3;
+  c.ffn_ranks = 3;
+  EXPECT_THROW(simulate_afd(h200(), c, nullptr), std::invalid_argument);
+}
+
+TEST(AfdModel, TraceHasKernelAndNicLanes) {
+  sim::TraceSink tr;
+  (void)simulate_afd(h100(), cross(4, 1, 8), &tr);
+  bool k = false, n = false;
+  for (const auto& l : tr.lanes()) {
+    k |= l == "gpu0/kernels";
+    n |= l == "nic0/responder" || l == "nic0/requester";
+  }
+  EXPECT_TRUE(k);
+  EXPECT_TRUE(n);
+}
+
+TEST(AfdModel, NvlinkFlatAtT1AndFallingWithSmsAtLargeT) {
+  AfdCase c;
+  c.tokens = 1;
+  c.transport_sms = 8;
+  const double a = simulate_afd(h200(), c, nullptr).exchange_us;
+  c.transport_sms = 64;
+  const double b = simulate_afd(h200(), c, nullptr).exchange_us;
+  EXPECT_NEAR(a, b, 0.05 * a);
+  c.tokens = 2048;
+  c.transport_sms = 8;
+  const double d = simulate_afd(h200(), c, nullptr).exchange_us;
+  c.transport_sms = 64;
+  EXPECT_LT(simulate_afd(h200(), c, nullptr).exchange_us, 0.8 * d);
+}
+
+// ---- scenario tolerances: median |err| <= 5 %, max <= 12 % over the measured points --------------
+class AfdScenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AfdScenario, WithinTolerance) {
+  const auto rep = evaluate_afd_scenario(kRoot + "/scenarios/" + GetParam(), kRoot, reg());
+  ASSERT_FALSE(rep.points.empty());
+  for (const auto& p : rep.points)
+    RecordProperty(p.case_id + ":" + p.what, std::to_string(p.err_pct()));
+  EXPECT_LE(rep.median_abs_err_pct(), 5.0);
+  EXPECT_LE(rep.max_abs_err_pct(), 12.0);
+}
+INSTANTIATE_TEST_SUITE_P(Measured, AfdScenario,
+                         ::testing::Values("h200x4-afd-2a2f-sm-sweep.yaml", "h200x4-afd-timelines.yaml",
+                                           "h200x4-afd-3a1f-combine-grid.yaml", "h200x4-afd-3a1f-role-path.yaml",
+                                           "h100-ib-afd-channel-sweep.yaml", "h100-ib-afd-direct-vs-hybrid.yaml"),
+                         [](const auto& i) {
+                           std::string s = i.param.substr(0, i.param.size() - 5);
+                           for (auto& ch : s) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
+  const auto rep = evaluate_afd_scenario(kRoot + "/scenarios/h200x4-afd-timelines.yaml", kRoot, reg());
+  ASSERT_FALSE(rep.kernel_points.empty());
+  int bad = 0;
+  for (const auto& p : rep.kernel_points)
+    if (std::fabs(p.err_pct()) > 15.0) {
+      ++bad;
+      ADD_FAILURE() << p.case_id << " " << p.what << ": measured " << p.measured << " us, predicted "
+                    << p.predicted << " us (" << p.err_pct() << " %)";
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(AfdScenarioPredictions, PredictionOnlyScenariosRun) {
+  for (const char* f : {"h200x4-afd-3a1f-sm-sweep.yaml", "h100-ib-afd-4f12a.yaml", "h100-ib-afd-whatif.yaml"}) {
+    const auto rep = evaluate_afd_scenario(kRoot + "/scenarios/" + f, kRoot, reg());
+    EXPECT_TRUE(rep.points.empty()) << f;
+    EXPECT_GT(rep.predictions.size(), 0u) << f;
+    for (const auto& p : rep.predictions) EXPECT_GT(p["predicted_us"].get<double>(), 0.0);
+  }
+}
