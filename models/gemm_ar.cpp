@@ -42,8 +42,15 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
       {"sdma.queue_peak", Quantity::Bandwidth, 1 * G, 1000 * G, "one copy-engine queue's peak put rate (bytes/s)"},
       {"sdma.command_latency", Quantity::Time, 0, 100 * us,
        "time from a put's submission to its first byte (dispatch + packet fetch) per command"},
-      {"sdma.gemm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
-       "fraction of the queue peak reached by puts whose source is the GEMM's output (scatter leg)"},
+      {"sdma.fabric_cost", Quantity::Ratio, 1.0, 8.0,
+       "memory-fabric bytes a copy-engine byte costs at each end, relative to a CU streaming byte (small, "
+       "coherent window transactions); sets how much a concurrent scatter slows the GEMM"},
+      {"links.read_efficiency", Quantity::Ratio, 0.3, 1.0,
+       "fraction of a link's bandwidth that CU remote loads deliver as payload (request and response overhead)"},
+      {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
+       "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
+       "(split scatter of a GEMM output whose working set exceeds the MALL)"},
+      {"gpu.mall_capacity", Quantity::Bytes, 0, 1e10, "last-level cache (AMD Infinity Cache / MALL) per GPU", false},
       {"kernel.launch_gap", Quantity::Time, 0, 100 * us, "gap between dependent kernels in a replayed graph"},
       {"kernel.fixed_cost", Quantity::Time, 0, 100 * us, "per-kernel fixed cost beyond its data movement (ramp, tail)"},
       {"sync.flag_barrier", Quantity::Time, 0, 200 * us,
@@ -67,6 +74,8 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
       {"lsa.congestion_knee", Quantity::Bytes, 1e4, 1e9, "bytes in flight per GPU past which remote reads congest"},
       {"lsa.congestion_per_MiB", Quantity::Ratio, 0, 10, "throughput loss per MiB in flight past the knee (rate /= 1 + x*excess)"},
       {"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"},
+      {"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16,
+       "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would be one per peer)"},
       {"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
        "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"},
       {"rccl.bus_bandwidth", Quantity::Bandwidth, 1 * G, 5000 * G, "ring all-reduce bus bandwidth (alpha-beta model)"},
@@ -209,7 +218,8 @@ class Node {
     const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
     sim::CommandQueue& q = *queues_[s][d];
     q.submit(label, [this, s, d, moved, cap, label, &q](std::function<void()> done) {
-      net.start({.name = label, .bytes = moved, .path = {{mem_[s], 1.0}, {links_[s][d], 1.0}, window_hop(d)},
+      const double fc = hw.get("sdma.fabric_cost");
+      net.start({.name = label, .bytes = moved, .path = {{mem_[s], fc}, {links_[s][d], 1.0}, window_hop(d, fc)},
                  .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
     }, std::move(on_done));
     sent[s] += moved;
@@ -241,14 +251,14 @@ class Node {
 
   /// CU pull: rank r loads `bytes_per_peer` from every peer (blocks x threads lanes, each with
   /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read.
-  void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, int loads_in_flight,
+  void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, double loads_in_flight,
                    double write_factor, std::function<void()> on_done, double extra_delay = 0) {
     const double per_peer_cap = pull_rate(double(blocks) * threads * loads_in_flight * 16.0) / (ws - 1);
     auto left = std::make_shared<int>(ws - 1);
     for (int p = 0; p < ws; ++p) {
       if (p == r) continue;
       net.start({.name = fmt::format("{} <-gpu{}", name, p), .bytes = bytes_per_peer,
-                 .path = {{mem_[p], 1.0}, {links_[p][r], 1.0}, {mem_[r], write_factor}},
+                 .path = {{mem_[p], 1.0}, {links_[p][r], 1.0 / hw.get("links.read_efficiency")}, {mem_[r], write_factor}},
                  .rate_cap_Bps = per_peer_cap, .start_latency = launch() + extra_delay, .share = per_peer_cap,
                  .lane = cu_lane(r), .on_done = [left, on_done] { if (--*left == 0) on_done(); }});
     }
@@ -417,7 +427,8 @@ class Call {
       std::function<void(int, int)> on_chunk;
       if (fused) {
         const double chunk_bytes = slice_ / effective_chunks(c_);
-        const double eff = n_.hw.get("sdma.gemm_source_efficiency");
+        // Chunks are put right after their tiles are stored: the source is still in the MALL.
+        const double eff = 1.0;
         on_chunk = [this, r, chunk_bytes, eff](int d, int ch) {
           if (d != r) n_.sdma_put(r, d, chunk_bytes, eff, fmt::format("scatter chunk {} ->gpu{}", ch, d));
         };
@@ -475,7 +486,7 @@ class Call {
     if (m == "split-sdma") {
       // One small kernel issues a whole-slice put per peer, waits for its queues, fences and flags.
       n_.sim.after(n_.launch(), [this, r] {
-        const double eff = n_.hw.get("sdma.gemm_source_efficiency");
+        const double eff = split_scatter_efficiency();
         for (int d = 0; d < ws_; ++d)
           if (d != r) n_.sdma_put(r, d, slice_, eff, fmt::format("scatter ->gpu{}", d));
         n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "scatter"); reduce(r); }); });
@@ -484,6 +495,18 @@ class Call {
     }
     // fused-sdma and fused-lsa: the scatter already went out from the GEMM; drain the tail.
     n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "drain"); reduce(r); }); });
+  }
+
+  /// Split scatter: the source is the whole GEMM output, read after the GEMM. The fraction f of it
+  /// still in the MALL is MALL / working set (C, the receive slots, A and B), capped at 1; the rest
+  /// comes from HBM at sdma.hbm_source_efficiency of the queue peak. Harmonic blend of the two rates.
+  double split_scatter_efficiency() const {
+    const auto& c = c_;
+    const double mall = n_.hw.get_or("gpu.mall_capacity", 0.0);
+    const double working = tensor_ + (ws_ - 1) * slice_ + double(padded_m(c)) * c.k * kFp8 + double(c.n) * c.k * kFp8;
+    const double f = mall <= 0 ? 0.0 : std::min(1.0, mall / working);
+    const double e = n_.hw.get("sdma.hbm_source_efficiency");
+    return 1.0 / (f + (1.0 - f) / e);
   }
 
   void reduce(int r) {
@@ -562,15 +585,16 @@ class Call {
     const int blocks = int(std::max(1.0, std::min(24.0, std::floor(packs / 512))));
     const double one_stage_limit = ws_ == 2 ? kInf : (ws_ <= 4 ? 160.0 * 1024 : 80.0 * 1024);
     const double stage = n_.hw.get("lsa.stage_overhead");
+    const double lif = n_.hw.get("lsa.ar_loads_in_flight");
     if (tensor_ < one_stage_limit) {
-      n_.pull_kernel(r, "ar_1stage", tensor_, blocks, 512, ws_ - 1, 1.0 / (ws_ - 1), [this, r] { finish(r, "all-reduce"); }, stage);
+      n_.pull_kernel(r, "ar_1stage", tensor_, blocks, 512, lif, 1.0 / (ws_ - 1), [this, r] { finish(r, "all-reduce"); }, stage);
       return;
     }
-    n_.pull_kernel(r, "ar_2stage stage 1", slice_, blocks, 512, ws_ - 1, 1.0 / (ws_ - 1), [this, r, blocks, stage] {
+    n_.pull_kernel(r, "ar_2stage stage 1", slice_, blocks, 512, lif, 1.0 / (ws_ - 1), [this, r, blocks, stage, lif] {
       phase(r, "reduce");
-      b1_->arrive(r, [this, r, blocks, stage] {
+      b1_->arrive(r, [this, r, blocks, stage, lif] {
         phase(r, "barrier");
-        n_.pull_kernel(r, "ar_2stage stage 2", slice_, blocks, 512, ws_ - 1, 1.0, [this, r] { finish(r, "gather"); },
+        n_.pull_kernel(r, "ar_2stage stage 2", slice_, blocks, 512, lif, 1.0, [this, r] { finish(r, "gather"); },
                        stage - n_.launch());
       });
     }, stage);

@@ -12,12 +12,6 @@
 #include "models/scenario.hpp"
 #include "sim/trace.hpp"
 
-// Modules linked in optionally provide these; absent ones leave their sub-command out.
-namespace fusesim {
-__attribute__((weak)) void register_trace_commands(CLI::App& app);
-__attribute__((weak)) void register_probe_commands(CLI::App& calibrate);
-__attribute__((weak)) void register_calibrate_commands(CLI::App& calibrate);
-}  // namespace fusesim
 
 namespace fusesim::cli {
 namespace {
@@ -124,9 +118,7 @@ void register_all(CLI::App& app) {
 
   auto* calibrate = app.add_subcommand("calibrate", "fit the model to measurements; run probes or the real benchmark on a live node");
   calibrate->require_subcommand(1);
-  if (register_calibrate_commands) register_calibrate_commands(*calibrate);
-  if (register_probe_commands) register_probe_commands(*calibrate);
-  if (register_trace_commands) register_trace_commands(app);
+  register_calibrate_commands(*calibrate);
 }
 
 }  // namespace fusesim::cli

@@ -6,11 +6,21 @@
 #include <fmt/format.h>
 
 #include "models/cli/commands.hpp"
+#include "models/cli/hooks.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"fusesim: simulator and cost model of fused compute+communication paths on multi-GPU nodes"};
   app.require_subcommand(1);
   fusesim::cli::register_all(app);
+  // Optional modules, present when their targets were built (see CMakeLists.txt).
+  CLI::App* calibrate = app.get_subcommand("calibrate");
+  (void)calibrate;
+#ifdef FUSESIM_HAVE_TRACE
+  fusesim::register_trace_commands(app);
+#endif
+#ifdef FUSESIM_HAVE_PROBES
+  fusesim::register_probe_commands(*calibrate);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

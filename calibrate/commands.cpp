@@ -1,0 +1,157 @@
+// `fusesim calibrate fit` (and the other calibrate sub-commands' registration).
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "calibrate/fit.hpp"
+#include "models/params.hpp"
+
+namespace fusesim {
+namespace {
+
+std::string today_utc() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+std::string git_head() {
+  std::FILE* p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r");
+  if (!p) return "unknown";
+  char buf[64] = {0};
+  const bool ok = std::fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  std::string s = ok ? buf : "unknown";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+void write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
+}
+
+struct FitArgs {
+  std::string hw, out, holdout = "none", date, commit, report, free;
+  std::vector<std::string> measurements;
+  double prior_weight = 0.01, phase_weight = 0.5;
+};
+
+void print_points(const calibrate::FitResult& r, bool held_out) {
+  for (const auto& p : r.points) {
+    if (p.held_out != held_out) continue;
+    fmt::print("  {:<72} {:>9.1f} {:>9.1f} {:>+7.2f}%\n", p.id, p.measured_us, p.predicted_us, p.error_pct);
+  }
+}
+
+}  // namespace
+
+void register_calibrate_commands(CLI::App& calibrate) {
+  auto a = std::make_shared<FitArgs>();
+  auto* fit = calibrate.add_subcommand("fit", "fit a hardware file's parameters to measured points; report fitted and held-out error");
+  fit->add_option("--hw", a->hw, "starting hardware YAML")->required()->check(CLI::ExistingFile);
+  fit->add_option("--measurements", a->measurements, "measurement files: scenario YAML files with measured values")
+      ->required()->check(CLI::ExistingFile);
+  fit->add_option("--holdout", a->holdout,
+                  "held-out points: PARAM=VALUE (e.g. m=8192), table=NAME, kfold=K (all K folds), kfold=K/I, none");
+  fit->add_option("--out", a->out, "write the calibrated hardware YAML here");
+  fit->add_option("--report", a->report, "write the fit report (params, residuals per point) as JSON here");
+  fit->add_option("--free", a->free, "comma-separated keys to fit (default: every value of kind fitted)");
+  fit->add_option("--prior-weight", a->prior_weight, "weight of the log(p/p0) prior residuals");
+  fit->add_option("--phase-weight", a->phase_weight, "weight of per-phase residuals relative to totals");
+  fit->add_option("--date", a->date, "date recorded in the output (default: today, UTC)");
+  fit->add_option("--commit", a->commit, "commit recorded in the output (default: git HEAD)");
+  fit->callback([a] {
+    const auto hw = models::load_hardware(a->hw);
+    auto pts = calibrate::points_from_scenarios(a->measurements, a->phase_weight);
+    calibrate::FitOptions opt;
+    opt.prior_weight = a->prior_weight;
+    if (!a->free.empty()) {
+      std::string k;
+      for (char c : a->free + ",") {
+        if (c == ',') { if (!k.empty()) opt.free_keys.push_back(k); k.clear(); }
+        else if (c != ' ') k += c;
+      }
+    }
+    const std::string date = a->date.empty() ? today_utc() : a->date;
+    const std::string commit = a->commit.empty() ? git_head() : a->commit;
+    auto split = [&](const std::vector<bool>& mask) {
+      std::vector<calibrate::FitPoint> tr, te;
+      for (size_t i = 0; i < pts.size(); ++i) (mask[i] ? te : tr).push_back(pts[i]);
+      return std::make_pair(tr, te);
+    };
+    nlohmann::json report{{"hardware", a->hw}, {"measurements", a->measurements}, {"holdout", a->holdout}, {"date", date}, {"commit", commit}};
+    calibrate::FitResult final_fit{hw};
+    // kfold=K without an index: every fold in turn, then a final fit on all points.
+    if (a->holdout.rfind("kfold=", 0) == 0 && a->holdout.find('/') == std::string::npos) {
+      const int k = std::stoi(a->holdout.substr(6));
+      std::vector<double> held;
+      nlohmann::json folds = nlohmann::json::array();
+      for (int i = 0; i < k; ++i) {
+        auto [tr, te] = split(calibrate::holdout_mask(pts, fmt::format("kfold={}/{}", k, i)));
+        auto r = calibrate::fit(hw, tr, te, opt);
+        fmt::print("fold {}/{}: {} fitted points (median |error| {:.2f}%), {} held out: median |error| {:.2f}%, max {:.2f}%\n", i, k,
+                   tr.size(), r.median_abs_fit_pct, te.size(), r.median_abs_holdout_pct, r.max_abs_holdout_pct);
+        for (const auto& p : r.points)
+          if (p.held_out && p.phase.empty()) held.push_back(std::fabs(p.error_pct));
+        folds.push_back({{"fold", i}, {"median_abs_fit_pct", r.median_abs_fit_pct}, {"median_abs_holdout_pct", r.median_abs_holdout_pct},
+                         {"max_abs_holdout_pct", r.max_abs_holdout_pct}});
+      }
+      std::sort(held.begin(), held.end());
+      const double med = held.empty() ? 0 : (held.size() % 2 ? held[held.size() / 2] : 0.5 * (held[held.size() / 2 - 1] + held[held.size() / 2]));
+      fmt::print("k-fold (k={}): {} held-out totals, median |error| {:.2f}%, max {:.2f}%\n", k, held.size(), med, held.empty() ? 0 : held.back());
+      report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", med}, {"max_abs_holdout_pct", held.empty() ? 0 : held.back()}};
+      final_fit = calibrate::fit(hw, pts, {}, opt);
+    } else {
+      auto [tr, te] = split(calibrate::holdout_mask(pts, a->holdout));
+      final_fit = calibrate::fit(hw, tr, te, opt);
+    }
+    const auto& r = final_fit;
+    fmt::print("fitted {} parameters on {} points ({} evaluations, LM status {})\n", r.params.size(),
+               std::count_if(r.points.begin(), r.points.end(), [](auto& p) { return !p.held_out; }), r.evaluations, r.lm_info);
+    fmt::print("  {:<32} {:>12} {:>12} {:>10}  {}\n", "parameter", "start", "fitted", "sigma", "unit");
+    for (const auto& p : r.params) {
+      const auto* d = hw.registry().find(p.key);
+      fmt::print("  {:<32} {:>12.5g} {:>12.5g} {:>10.3g}  {}{}\n", p.key, hw::to_display(d->quantity, p.start_si),
+                 hw::to_display(d->quantity, p.value_si), hw::to_display(d->quantity, p.sigma_si), hw::display_unit(d->quantity),
+                 p.at_bound ? "  (at a bound)" : "");
+    }
+    fmt::print("fitted points: median |error| {:.2f}%, max {:.2f}%, RMS {:.2f}%\n", r.median_abs_fit_pct, r.max_abs_fit_pct, r.residual_sigma_pct);
+    fmt::print("  {:<72} {:>9} {:>9} {:>8}\n", "point", "measured", "predicted", "error");
+    print_points(r, false);
+    if (std::any_of(r.points.begin(), r.points.end(), [](auto& p) { return p.held_out; })) {
+      fmt::print("held-out points: median |error| {:.2f}%, max {:.2f}%\n", r.median_abs_holdout_pct, r.max_abs_holdout_pct);
+      print_points(r, true);
+    }
+    nlohmann::json params = nlohmann::json::array(), points = nlohmann::json::array();
+    for (const auto& p : r.params)
+      params.push_back({{"key", p.key}, {"start_si", p.start_si}, {"value_si", p.value_si}, {"sigma_si", p.sigma_si}, {"at_bound", p.at_bound}});
+    for (const auto& p : r.points)
+      points.push_back({{"id", p.id}, {"table", p.table}, {"phase", p.phase}, {"measured_us", p.measured_us},
+                        {"predicted_us", p.predicted_us}, {"error_pct", p.error_pct}, {"held_out", p.held_out}});
+    report["params"] = params;
+    report["points"] = points;
+    report["summary"] = {{"median_abs_fit_pct", r.median_abs_fit_pct}, {"max_abs_fit_pct", r.max_abs_fit_pct},
+                         {"residual_sigma_pct", r.residual_sigma_pct}, {"median_abs_holdout_pct", r.median_abs_holdout_pct},
+                         {"max_abs_holdout_pct", r.max_abs_holdout_pct}};
+    if (!a->out.empty()) {
+      std::vector<std::string> sources;
+      for (const auto& m : a->measurements) sources.push_back(m + (a->holdout == "none" ? "" : " (holdout " + a->holdout + ")"));
+      write_atomic(a->out, calibrate::calibrated_yaml(r, sources, date, commit));
+      fmt::print("wrote {}\n", a->out);
+    }
+    if (!a->report.empty()) write_atomic(a->report, report.dump(2) + "\n");
+  });
+}
+
+}  // namespace fusesim
