@@ -67,6 +67,11 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
        "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"},
       {"reduce.band_sync", Quantity::Time, 0, 200 * us,
        "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"},
+      {"sdma.device_submit", Quantity::Time, 0, 50 * us,
+       "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"},
+      {"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us,
+       "a device-side put submission's cost per command still outstanding on that queue (ring space and "
+       "write-pointer management under the queue lock)"},
       {"reduce.system_release_per_band", Quantity::Time, 0, 1000 * us,
        "fuse_reduce_push with publish=fence: L2 write-back for a system-scope release, per band"},
       {"lsa.remote_read_latency", Quantity::Time, 0.1 * us, 50 * us,
@@ -223,6 +228,14 @@ class Node {
                  .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
     }, std::move(on_done));
     sent[s] += moved;
+  }
+
+  /// Largest number of commands outstanding on any of rank s's outgoing queues.
+  int max_outstanding(int s) const {
+    int m = 0;
+    for (int d = 0; d < ws; ++d)
+      if (d != s) m = std::max(m, queues_[s][d]->outstanding());
+    return m;
   }
 
   /// fn once all of rank s's outgoing queues are idle.
@@ -421,6 +434,8 @@ class Call {
   void start() {
     b1_ = n_.barrier();
     b2_ = n_.barrier();
+    for (int r = 0; r < ws_; ++r)
+      issuers_.push_back(std::make_unique<sim::OpServer>(n_.sim, fmt::format("gpu{}/put issue", r), 0.0));
     for (int r = 0; r < ws_; ++r) {
       const bool fused = c_.mode == "fused-sdma";
       const bool fused_lsa = c_.mode == "fused-lsa";
@@ -533,8 +548,11 @@ class Call {
     });
   }
 
-  /// fuse_reduce_push: the reduce runs in bands; after each band a 256-block barrier (and, with
-  /// publish=fence, a system-scope release) lets an elected block put that band to every peer.
+  /// fuse_reduce_push: the reduce runs in bands. After each band every block meets at a grid-wide
+  /// barrier (reduce.band_sync; with publish=fence plus a system-scope release per band); then the
+  /// elected block issues that band's puts, one per peer, under the queue lock
+  /// (sdma.device_submit + sdma.submit_cost_per_outstanding x commands still queued, each), while
+  /// the other blocks go on with the next band. The last band's issue is exposed.
   void reduce_push(int r, int band) {
     const int B = c_.gather_bands;
     const double extra = band == 0 ? 0.0 : -n_.launch();  // later bands run inside the same kernel
@@ -542,14 +560,24 @@ class Call {
                         (c_.publish == "fence" ? n_.hw.get("reduce.system_release_per_band") : 0.0);
     n_.stream_kernel(r, fmt::format("reduce band {}", band), (ws_ + 1) * slice_ / B, [this, r, band, B, sync] {
       n_.sim.after(sync, [this, r, band, B] {
-        for (int d = 0; d < ws_; ++d)
-          if (d != r) n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d));
-        if (band + 1 < B) return reduce_push(r, band + 1);
-        phase(r, "reduce+push");
-        n_.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
+        auto left = std::make_shared<int>(ws_ - 1);
+        const bool last = band + 1 == B;
+        for (int d = 0; d < ws_; ++d) {
+          if (d == r) continue;
+          const double cost = n_.hw.get("sdma.device_submit") + n_.hw.get("sdma.submit_cost_per_outstanding") * n_.max_outstanding(r);
+          issuer(r).submit_cost(cost, [this, r, d, band, B, left, last] {
+            n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d));
+            if (--*left == 0 && last) {
+              phase(r, "reduce+push");
+              n_.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
+            }
+          });
+        }
+        if (!last) reduce_push(r, band + 1);
       });
     }, 1.0, extra);
   }
+  sim::OpServer& issuer(int r) { return *issuers_[size_t(r)]; }
 
   void gather(int r) {
     const bool fp8 = c_.gather_dtype == "fp8";
@@ -607,6 +635,7 @@ class Call {
   std::vector<Timeline> tl_;
   std::vector<double> t_mark_;
   std::vector<std::unique_ptr<Gemm>> gemms_;
+  std::vector<std::unique_ptr<sim::OpServer>> issuers_;
   Node::Barrier* b1_ = nullptr;
   Node::Barrier* b2_ = nullptr;
 };

@@ -59,6 +59,8 @@ class CommandQueue {
   /// Append a command; on_complete (optional) runs after the body reports done.
   void submit(std::string label, Body body, std::function<void()> on_complete = {});
   bool idle() const { return !running_ && pending_.empty(); }
+  /// Commands submitted and not yet completed (the running one included).
+  int outstanding() const { return int(pending_.size()) + (running_ ? 1 : 0); }
   long commands_completed() const { return completed_; }
   const std::string& name() const { return name_; }
   /// Call fn once the queue has finished everything submitted so far (immediately if idle).
