@@ -46,7 +46,7 @@ hipDataType input_type(GemmDtype d) {
 
 GemmPlan::GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t n, int64_t k,
                    size_t workspace_bytes, const float* scale_x_dev, const float* scale_w_dev)
-    : handle_(handle), m_(m), n_(n), k_(k) {
+    : handle_(handle), m_(m), n_(n), k_(k), ws_bytes_(workspace_bytes) {
   const hipDataType in = input_type(dtype);
   PLAN_TRY(hipblasLtMatmulDescCreate(&desc_, HIPBLAS_COMPUTE_32F, HIP_R_32F));
   hipblasOperation_t ta = HIPBLAS_OP_T, tb = HIPBLAS_OP_N;
@@ -83,13 +83,13 @@ GemmPlan::GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t
              " (" + fusesim_blas_status_string(st) + ")";
     return;
   }
-  for (int i = 0; i < returned; ++i) {
-    if (results[i].state == HIPBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace_bytes) {
-      heur_ = results[i];
-      ws_needed_ = results[i].workspaceSize;
-      ok_ = true;
-      return;
-    }
+  for (int i = 0; i < returned; ++i)
+    if (results[i].state == HIPBLAS_STATUS_SUCCESS && results[i].workspaceSize <= workspace_bytes)
+      heur_.push_back(results[i]);
+  if (!heur_.empty()) {
+    ws_needed_ = heur_[0].workspaceSize;
+    ok_ = true;
+    return;
   }
   error_ = "no algorithm from the heuristic for " + std::string(gemm_dtype_name(dtype)) + " m=" +
            std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
@@ -109,8 +109,31 @@ void GemmPlan::run(const void* x, const void* w, void* c, void* workspace, hipSt
     std::exit(1);
   }
   const float alpha = 1.0f, beta = 0.0f;
-  BLAS_CHECK(hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_.algo,
-                             workspace, ws_needed_, stream));
+  BLAS_CHECK(hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[algo_].algo,
+                             workspace, ws_bytes_, stream));
+}
+
+bool GemmPlan::select_working_algo(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) {
+  if (!ok_) return false;
+  const float alpha = 1.0f, beta = 0.0f;
+  std::string tried;
+  for (size_t i = 0; i < heur_.size(); ++i) {
+    hipblasStatus_t st = hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[i].algo,
+                                         workspace, ws_bytes_, stream);
+    if (st == HIPBLAS_STATUS_SUCCESS) {
+      GPU_CHECK(hipStreamSynchronize(stream));
+      GPU_CHECK(hipGetLastError());
+      algo_ = static_cast<int>(i);
+      ws_needed_ = heur_[i].workspaceSize;
+      return true;
+    }
+    tried += " " + std::to_string(static_cast<int>(st));
+  }
+  ok_ = false;
+  error_ = "hipblasLtMatmul refused all " + std::to_string(heur_.size()) +
+           " heuristic algorithms (statuses" + tried + ") for m=" + std::to_string(m_) + " n=" +
+           std::to_string(n_) + " k=" + std::to_string(k_);
+  return false;
 }
 
 }  // namespace fusesim::gpu

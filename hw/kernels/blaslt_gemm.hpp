@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gpu_runtime.hpp"
 
@@ -45,24 +46,34 @@ class GemmPlan {
 
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
-  /// Workspace the chosen algorithm asked for (bytes).
+  /// Workspace the chosen algorithm asked for in the heuristic's answer (bytes); run() passes the
+  /// whole workspace_bytes given at construction, as PyTorch does.
   size_t workspace_needed_bytes() const { return ws_needed_; }
+  /// Number of algorithms the heuristic offered; index of the one in use.
+  int algo_count() const { return static_cast<int>(heur_.size()); }
+  int algo_index() const { return algo_; }
   /// 2*m*n*k.
   double flops() const { return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_); }
 
   /// Enqueues C = X·W^T on `stream` (x: m*k, w: n*k inputs, c: m*n bf16; workspace of at least
-  /// workspace_needed_bytes()). Exits 1 (naming the call) if the library call fails.
+  /// the workspace_bytes given at construction). Exits 1 (naming the call) if the library call fails.
   void run(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) const;
+
+  /// Runs the product once with each algorithm the heuristic offered, in its order, until one is
+  /// accepted by the library and completes without a GPU error; keeps that one for run(). Blocks
+  /// on `stream`. Returns false (and sets error()) when none works; never exits on BLAS errors.
+  bool select_working_algo(const void* x, const void* w, void* c, void* workspace, hipStream_t stream);
 
  private:
   hipblasLtHandle_t handle_;
   int64_t m_, n_, k_;
   bool ok_ = false;
   std::string error_;
-  size_t ws_needed_ = 0;
+  size_t ws_needed_ = 0, ws_bytes_ = 0;
+  int algo_ = 0;
   hipblasLtMatmulDesc_t desc_ = nullptr;
   hipblasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
-  hipblasLtMatmulHeuristicResult_t heur_{};
+  std::vector<hipblasLtMatmulHeuristicResult_t> heur_;
 };
 
 }  // namespace fusesim::gpu

@@ -76,12 +76,12 @@ int main(int argc, char** argv) {
   Event e0(device), e1(device);
   StartGate gate;
   DeviceBuffer x16(device, max_x * 2), w16(device, max_w * 2), x8(device, max_x), w8(device, max_w);
-  DeviceBuffer c(device, max_c * 2), ws(device, kGemmWorkspaceBytes), scales(device, 2 * sizeof(float));
+  DeviceBuffer c(device, max_c * 2), ws(device, kGemmWorkspaceBytes), scales(device, 512);
   fill_random_bf16(x16.ptr, max_x, 31, 1.0f, st.s);
   fill_random_bf16(w16.ptr, max_w, 32, 1.0f, st.s);
   fill_random_fp8(x8.ptr, max_x, 33, st.s);
   fill_random_fp8(w8.ptr, max_w, 34, st.s);
-  fill_f32(scales.as<float>(), 2, 0.5f, st.s);
+  fill_f32(scales.as<float>(), 128, 0.5f, st.s);  // scale_x at byte 0, scale_w at byte 256
   GPU_CHECK(hipStreamSynchronize(st.s));
   hipblasLtHandle_t handle = nullptr;
   BLAS_CHECK(hipblasLtCreate(&handle));
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     const bool fp8 = s.dtype == GemmDtype::fp8_e4m3;
     const long long band_m = s.m / s.bands;
     GemmPlan plan(handle, s.dtype, band_m, s.n, s.k, kGemmWorkspaceBytes, scales.as<float>(),
-                  scales.as<float>() + 1);
+                  scales.as<float>() + 64);
     JsonLine j;
     j.str("sweep", s.sweep).str("dtype", gemm_dtype_name(s.dtype)).integer("m", s.m).integer("n", s.n)
         .integer("k", s.k).integer("bands", s.bands);
@@ -101,6 +101,11 @@ int main(int argc, char** argv) {
     }
     const char* x = fp8 ? x8.as<char>() : x16.as<char>();
     const char* w = fp8 ? w8.as<char>() : w16.as<char>();
+    if (!plan.select_working_algo(x, w, c.ptr, ws.ptr, st.s)) {
+      j.str("error", plan.error());
+      rep.emit(j);
+      continue;
+    }
     const size_t in_bytes = gemm_dtype_bytes(s.dtype);
     auto enqueue = [&]() {
       for (int b = 0; b < s.bands; ++b)
@@ -122,6 +127,7 @@ int main(int argc, char** argv) {
     j.integer("iters", st_.n).num("time_us", st_.median).num("time_min_us", st_.min).num("time_max_us", st_.max)
         .num("TFLOPs", flops / (st_.median * 1e-6) / 1e12)
         .integer("workspace_bytes", static_cast<long long>(plan.workspace_needed_bytes()))
+        .integer("algo_index", plan.algo_index()).integer("algo_count", plan.algo_count())
         .boolean("gate_timeout", gate.timed_out());
     rep.emit(j);
   }

@@ -4,7 +4,9 @@
 //   direction "one" (GPU 0 -> GPU 1) or "both" (0 -> 1 and 1 -> 0 at once);
 //   issuer "src" (the copy is enqueued on a stream of the sending GPU: a put) or "dst" (on the
 //   receiving GPU: a get);
-//   streams: the size is cut into that many equal chunks, one per concurrent stream of the issuer.
+//   streams: the size is cut into that many equal chunks, one per concurrent stream of the issuer;
+//   streams after the first wait on an event recorded on the first after the gate (the usual
+//   fan-out), so their cost of an event wait is part of the time.
 // Each transfer is enqueued behind a start gate, so times are device-side (from the gate's release
 // to the last chunk's completion on each issuing GPU) without host launch gaps. Median of --iters.
 // Output: one JSON line per point: direction, issuer, streams, size_bytes (per direction), time_us

@@ -76,6 +76,8 @@ if ! ldconfig -p | grep -q libcublasLt.so; then
 fi
 
 # --- run ----------------------------------------------------------------------------------------
+# cuBLASLt errors (only) go to per-process files, appended to the log at the end.
+export CUBLASLT_LOG_LEVEL=1 CUBLASLT_LOG_FILE="$OUT_DIR/cublaslt_%i.log"
 FAILED=""
 run_probe() {  # name file args...
   local name=$1 file=$2; shift 2
@@ -103,6 +105,10 @@ for line in open(sys.argv[1]):
 EOF
 fi
 { echo "--- clocks after"; nvidia-smi -q -d CLOCK | grep -A4 -E "^ +Clocks$"; } >> "$LOG" 2>&1
+for f in "$OUT_DIR"/cublaslt_*.log; do
+  [ -f "$f" ] || continue
+  { echo "--- $(basename "$f")"; cat "$f"; } >> "$LOG"; rm -f "$f"
+done
 python3 "$REPO/hw/kernels/summarize_probes.py" "$OUT_DIR" || true
 if [ -n "$FAILED" ]; then say "FAILED:$FAILED"; exit 1; fi
 say "all probes done"
