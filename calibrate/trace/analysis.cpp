@@ -234,20 +234,22 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       tl.windows[w].phase = tl.windows[w].median_m < 0 ? Phase::unknown : phase_of_m(tl.windows[w].median_m, opt);
     }
   } else {
-    // GEMM-M runs.
-    struct Run { Phase phase; int votes; size_t first, last; };  // first/last vote positions in ops
+    // GEMM-M runs. first/last are positions in `votes` (timeline indices of voting GEMMs).
+    struct Run { Phase phase; int votes; size_t first, last; };
+    std::vector<size_t> votes;
     std::vector<Run> runs;
     for (size_t i = 0; i < tl.ops.size(); ++i) {
       if (tl.ops[i].shape < 0) continue;
       Phase p = phase_of_m(tl.shapes[tl.ops[i].shape].m, opt);
+      votes.push_back(i);
       if (!runs.empty() && runs.back().phase == p) {
         runs.back().votes++;
-        runs.back().last = i;
+        runs.back().last = votes.size() - 1;
       } else {
-        runs.push_back({p, 1, i, i});
+        runs.push_back({p, 1, votes.size() - 1, votes.size() - 1});
       }
     }
-    // Merge short runs into the previous one (the first into the next), then coalesce.
+    // Merge short runs into the previous one (a short first run into the next), then coalesce.
     std::vector<Run> merged;
     int pending = 0;
     for (size_t ri = 0; ri < runs.size(); ++ri) {
@@ -258,7 +260,7 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
         merged.back().last = r.last;
         continue;
       }
-      if (short_run && ri + 1 < runs.size()) {  // a short first run joins the next one
+      if (short_run && ri + 1 < runs.size()) {
         pending += r.votes;
         continue;
       }
@@ -275,13 +277,18 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       tl.windows.push_back({"all", Phase::unknown});
       for (auto& op : tl.ops) op.window = 0;
     } else {
-      // Boundaries: the largest idle gap between the last vote of a run and the next run's first.
+      // Boundaries: the largest idle gap between the last vote of a run and the
+      // min_phase_votes-th vote of the next (a step's trailing GEMMs, e.g. the LM head with
+      // M = requests, may vote for the next run's phase).
       std::vector<size_t> begin_of(merged.size(), 0);
       for (size_t r = 1; r < merged.size(); ++r) {
-        double max_end = file.gpu_ops[tl.ops[merged[r - 1].last].gpu].end_us();
-        double best_gap = -1;
-        size_t best = merged[r].first;
-        for (size_t i = merged[r - 1].last + 1; i <= merged[r].first; ++i) {
+        size_t from = votes[merged[r - 1].last];
+        size_t upto_vote = std::min(merged[r].first + static_cast<size_t>(std::max(opt.min_phase_votes, 1)) - 1, merged[r].last);
+        size_t upto = votes[upto_vote];
+        double max_end = file.gpu_ops[tl.ops[from].gpu].end_us();
+        double best_gap = -1e300;
+        size_t best = votes[merged[r].first];
+        for (size_t i = from + 1; i <= upto; ++i) {
           const auto& g = file.gpu_ops[tl.ops[i].gpu];
           double gap = g.start_us - max_end;
           if (gap > best_gap) { best_gap = gap; best = i; }

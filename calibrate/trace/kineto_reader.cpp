@@ -60,6 +60,7 @@ class ChunkSource {
     file_ = gzopen(path.c_str(), "rb");
     if (!file_) throw TraceError(path, -1, "cannot open file");
     gzbuffer(file_, 1 << 18);
+    cur_ = end_ = buf_.get();
   }
   ~ChunkSource() { if (file_) gzclose(file_); }
   ChunkSource(const ChunkSource&) = delete;
@@ -235,7 +236,11 @@ class KinetoSax {
 
   bool start_array(std::size_t) {
     if (skip_) { ++skip_; return true; }
-    if (stack_.empty()) { stack_.push_back(Where::events); return true; }
+    if (stack_.empty()) {
+      stack_.push_back(Where::events);
+      root_is_array_ = true;
+      return true;
+    }
     switch (stack_.back()) {
       case Where::top:
         if (key_ == Key::trace_events) { stack_.push_back(Where::events); saw_events_ = true; return true; }
@@ -395,10 +400,13 @@ class KinetoSax {
         if (k == "device") r = Key::device;
         else if (k == "stream") r = Key::stream;
         break;
-      case 10: if (k == "Input Dims" || k == "input_dims") r = Key::input_dims; break;
+      case 10:
+        if (k == "Input Dims" || k == "input_dims") r = Key::input_dims;
+        else if (k == "Input type") r = Key::input_type;
+        break;
       case 11: if (k == "correlation") r = Key::correlation; break;
       default:
-        if (k == "Input type" || k == "Input types") r = Key::input_type;
+        if (k == "Input types") r = Key::input_type;
         break;
     }
     if (r != Key::other) key_name_ = "args." + k;

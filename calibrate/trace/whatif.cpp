@@ -55,30 +55,30 @@ ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_
     double start = gop.start_us;
     auto& own = nodes_of_stream[gop.stream];
     double pred_end = own.empty() ? -1e300 : ends_of_stream[gop.stream].back();
-    if (!own.empty() && start - pred_end <= epsilon_us) {
+    // Latest end on another stream within [start - eps, start + eps]: a possible cross-stream wait.
+    int best = -1;
+    double best_end = -1e300;
+    for (const auto& [stream, ends] : ends_of_stream) {
+      if (stream == gop.stream || ends.empty()) continue;
+      auto it = std::upper_bound(ends.begin(), ends.end(), start + epsilon_us);
+      if (it == ends.begin()) continue;
+      --it;
+      if (*it < start - epsilon_us || *it <= best_end) continue;
+      best_end = *it;
+      best = nodes_of_stream[stream][static_cast<size_t>(it - ends.begin())];
+    }
+    bool chained = !own.empty() && start - pred_end <= epsilon_us;
+    if (best >= 0 && (!chained || best_end > pred_end)) {
+      n.bind = ReplayGraph::Bind::dep;
+      n.bind_dep = best;
+      n.deps.push_back(best);
+      n.lag_us = std::max(0.0, start - best_end);
+    } else if (chained) {
       n.bind = ReplayGraph::Bind::stream_pred;
       n.lag_us = std::max(0.0, start - pred_end);
     } else {
-      int best = -1;
-      double best_end = -1e300;
-      for (const auto& [stream, ends] : ends_of_stream) {
-        if (stream == gop.stream || ends.empty()) continue;
-        auto it = std::upper_bound(ends.begin(), ends.end(), start + epsilon_us);
-        if (it == ends.begin()) continue;
-        --it;
-        if (*it < start - epsilon_us || *it <= best_end) continue;
-        best_end = *it;
-        best = nodes_of_stream[stream][static_cast<size_t>(it - ends.begin())];
-      }
-      if (best >= 0) {
-        n.bind = ReplayGraph::Bind::dep;
-        n.bind_dep = best;
-        n.deps.push_back(best);
-        n.lag_us = std::max(0.0, start - best_end);
-      } else {
-        n.bind = ReplayGraph::Bind::release;
-        n.release_us = start - t0;
-      }
+      n.bind = ReplayGraph::Bind::release;
+      n.release_us = start - t0;
     }
     int idx = static_cast<int>(g.nodes.size());
     own.push_back(idx);

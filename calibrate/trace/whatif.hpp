@@ -55,15 +55,16 @@ struct WhatIfOptions {
  *
  * Dependency rule (inferred from timing alone; the trace has no event records):
  *  - every node follows the previous node on its stream (stream order);
- *  - a node that starts within epsilon_us of its stream predecessor's end is "chained": it starts
- *    `lag_us` (its measured gap, 0..epsilon) after the predecessor ends;
- *  - a node that starts after a longer gap on its own stream, and within epsilon_us of the end of
- *    a node on another stream, depends on that node (the latest such end): a cross-stream wait,
- *    again with its measured lag;
- *  - any other node after a gap is host-released: it cannot start before its measured offset
- *    (`release_us`), i.e. the host's launch timeline is held fixed.
- * With measured durations the replay then reproduces every measured start exactly (up to events on
- * one stream that overlap in the trace).
+ *  - a node may wait on a node of another stream: the one whose end is latest within
+ *    [start - epsilon_us, start + epsilon_us]. It is taken as the binding dependency when the node
+ *    started after a gap longer than epsilon_us on its own stream, or when it ended later than the
+ *    node's stream predecessor (the later of two candidate constraints is the one that held);
+ *  - otherwise a node that starts within epsilon_us of its stream predecessor's end is "chained";
+ *  - any other node (after a gap, with no such end on another stream) is host-released: it cannot
+ *    start before its measured offset (`release_us`), i.e. the host's launch timeline is held fixed.
+ * The binding constraint keeps its measured lag (`lag_us`, the measured start minus the end it
+ * waited for, 0..epsilon_us), so with measured durations the replay reproduces every measured
+ * start exactly (up to events on one stream that overlap in the trace).
  */
 struct ReplayGraph {
   enum class Bind : uint8_t { stream_pred, dep, release };

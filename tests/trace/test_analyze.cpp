@@ -1,0 +1,262 @@
+// Analyzer tests: categories, overlap, busy/idle, phases, shapes, balance — exact known answers.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "calibrate/trace/analysis.hpp"
+#include "test_util.hpp"
+#include "trace_gen.hpp"
+
+namespace fusesim::trace {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+const PhaseStats& phase_of(const RankReport& r, const std::string& phase) {
+  for (const auto& p : r.phases)
+    if (p.phase == phase) return p;
+  throw std::runtime_error("no phase " + phase);
+}
+
+// Two streams: compute [0,20) on stream 7 (a GEMM then an elementwise kernel), an NCCL all-reduce
+// [10,30) on stream 8, then a norm [40,45) after a 10 us idle gap. Overlap = 10 of 20 us.
+const char* kOverlapTrace = R"json({"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_cublas", "ts": 1000, "dur": 15, "args": {"stream": 7, "device": 0}},
+  {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>", "ts": 1015, "dur": 5, "args": {"stream": 7, "device": 0}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ts": 1010, "dur": 20, "args": {"stream": 8, "device": 0}},
+  {"ph": "X", "cat": "kernel", "name": "void vllm::rms_norm_kernel<c10::BFloat16>", "ts": 1040, "dur": 5, "args": {"stream": 7, "device": 0}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 1020, "dur": 4, "args": {"stream": 9, "device": 0}}
+]})json";
+
+TEST(TraceAnalyze, HandBuiltOverlapAndCategories) {
+  TempDir d;
+  write_text(d.file("t.json"), kOverlapTrace);
+  auto files = read_trace(d.file("t.json"));
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.file("t.json"));
+  ASSERT_EQ(rep.ranks.size(), 1u);
+  const auto& all = phase_of(rep.ranks[0], "all");
+  EXPECT_DOUBLE_EQ(all.wall_us, 45.0);
+  EXPECT_DOUBLE_EQ(all.busy_us, 35.0);
+  EXPECT_DOUBLE_EQ(all.idle_us, 10.0);
+  EXPECT_EQ(all.idle_gaps, 1);
+  EXPECT_DOUBLE_EQ(all.largest_gap_us, 10.0);
+  EXPECT_DOUBLE_EQ(all.comm_us, 20.0);
+  EXPECT_DOUBLE_EQ(all.comm_busy_us, 20.0);
+  EXPECT_DOUBLE_EQ(all.comm_overlap_us, 10.0);  // the memcpy on stream 9 is a copy, not compute
+  EXPECT_DOUBLE_EQ(all.overlap_fraction(), 0.5);
+  EXPECT_EQ(all.streams, (std::vector<int>{7, 8, 9}));
+  EXPECT_EQ(all.by_category.at("gemm").count, 1);
+  EXPECT_DOUBLE_EQ(all.by_category.at("gemm").total_us, 15.0);
+  EXPECT_DOUBLE_EQ(all.by_category.at("elementwise").total_us, 5.0);
+  EXPECT_DOUBLE_EQ(all.by_category.at("norm_quant").total_us, 5.0);
+  EXPECT_DOUBLE_EQ(all.by_category.at("copy").total_us, 4.0);
+  EXPECT_EQ(all.by_family.at("gemm/cublas").count, 1);
+  EXPECT_EQ(all.by_family.at("communication/nccl").count, 1);
+}
+
+TEST(TraceAnalyze, CategoryRulesCoverTheSeedKernels) {
+  auto t = CategoryTable::builtin();
+  auto cat = [&](const std::string& n) {
+    auto c = t.classify(n, GpuOpKind::kernel);
+    return t.category(c.category).name + "/" + c.family;
+  };
+  EXPECT_EQ(cat("void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(...)"), "communication/custom_ar");
+  EXPECT_EQ(cat("rcclGenericKernel<1, false>(ncclDevComm*)"), "communication/rccl");
+  EXPECT_EQ(cat("ncclSymkDevKernel_AllReduce"), "communication/nccl");
+  EXPECT_EQ(cat("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<...>"), "communication/custom_ar");
+  EXPECT_EQ(cat("void deep_ep::intranode::dispatch<8, 768>(...)"), "communication/deepep");
+  EXPECT_EQ(cat("mori::moe::EpDispatchIntraNodeKernel"), "communication/mori");
+  EXPECT_EQ(cat("Cijk_Alik_Bljk_BBS_BH_MT16x64x256_MI16x16x1_SN"), "gemm/hipblaslt");
+  EXPECT_EQ(cat("deep_gemm::sm90_fp8_gemm_1d2d_impl<...>"), "gemm/deepgemm");
+  EXPECT_EQ(cat("nvjet_tst_64x32_64x16_2x1_2cta"), "gemm/cublas");
+  EXPECT_EQ(cat("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"), "gemm/cutlass");
+  EXPECT_EQ(cat("_gemm_a8w8_blockscale_kernel"), "gemm/aiter");
+  EXPECT_EQ(cat("fused_moe_kernel"), "moe_gemm/triton");
+  EXPECT_EQ(cat("ck_tile::kentry<moe_mxgemm_2lds<...>>"), "moe_gemm/ck");
+  EXPECT_EQ(cat("count_and_sort_expert_tokens_kernel"), "moe_routing/routing");
+  EXPECT_EQ(cat("mla_a8w8_qh16_qseqlen1_gqaratio16_ps"), "attention/flash");
+  EXPECT_EQ(cat("per_token_group_quant_8bit_kernel"), "norm_quant/quant");
+  EXPECT_EQ(cat("something_never_seen"), "other/");
+  EXPECT_EQ(t.category(t.classify("Memcpy HtoD (Pinned -> Device)", GpuOpKind::memcpy).category).name, "copy");
+}
+
+TEST(TraceAnalyze, UserRulesGoFirst) {
+  TempDir d;
+  write_text(d.file("rules.yaml"), R"(
+categories:
+  my_moe: {class: compute, label: "my MoE"}
+rules:
+  - {category: my_moe, family: mine, pattern: 'fused_moe'}
+)");
+  auto t = CategoryTable::builtin();
+  t.prepend_user_rules_file(d.file("rules.yaml"));
+  auto c = t.classify("fused_moe_kernel", GpuOpKind::kernel);
+  EXPECT_EQ(t.category(c.category).name, "my_moe");
+  EXPECT_EQ(c.family, "mine");
+  EXPECT_EQ(t.category(t.classify("nvjet_tst", GpuOpKind::kernel).category).name, "gemm");
+}
+
+TEST(TraceAnalyze, BadRulesFileNamesFileLineAndKey) {
+  TempDir d;
+  write_text(d.file("bad.yaml"), "rules:\n  - {category: gemm, pattren: 'x'}\n");
+  auto t = CategoryTable::builtin();
+  try {
+    t.prepend_user_rules_file(d.file("bad.yaml"));
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(d.file("bad.yaml") + ":2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unknown key \"pattren\""), std::string::npos) << msg;
+  }
+  write_text(d.file("bad2.yaml"), "rules:\n  - {category: nosuch, pattern: 'x'}\n");
+  EXPECT_THROW(t.prepend_user_rules_file(d.file("bad2.yaml")), std::runtime_error);
+  write_text(d.file("bad3.yaml"), "rules:\n  - {category: gemm, pattern: '(unclosed'}\n");
+  EXPECT_THROW(t.prepend_user_rules_file(d.file("bad3.yaml")), std::runtime_error);
+}
+
+void expect_matches_truth(const AnalysisReport& rep, const testgen::GenTruth& truth, const testgen::GenSpec& spec) {
+  ASSERT_EQ(rep.ranks.size(), static_cast<size_t>(spec.ranks));
+  for (int r = 0; r < spec.ranks; ++r) {
+    const auto& rr = rep.ranks[static_cast<size_t>(r)];
+    EXPECT_EQ(rr.rank, r);
+    EXPECT_EQ(rr.launched, rr.gpu_events);  // every GPU event joined to its launch
+    for (const char* ph : {"prefill", "decode"}) {
+      SCOPED_TRACE(fmt::format("rank {} {}", r, ph));
+      const auto& want = truth.ranks[static_cast<size_t>(r)].at(ph);
+      const auto& got = phase_of(rr, ph);
+      EXPECT_EQ(got.windows, want.windows);
+      EXPECT_EQ(got.events, want.kernels);
+      EXPECT_DOUBLE_EQ(got.wall_us, want.wall_us);
+      EXPECT_DOUBLE_EQ(got.busy_us, want.busy_us);
+      EXPECT_DOUBLE_EQ(got.idle_us, want.idle_us);
+      EXPECT_EQ(got.idle_gaps, want.idle_gaps);
+      EXPECT_DOUBLE_EQ(got.comm_us, want.comm_us);
+      EXPECT_DOUBLE_EQ(got.comm_busy_us, want.comm_us);
+      EXPECT_DOUBLE_EQ(got.comm_overlap_us, want.overlap_us);
+      ASSERT_EQ(got.by_category.size(), want.by_category.size());
+      for (const auto& [cat, cv] : want.by_category) {
+        EXPECT_EQ(got.by_category.at(cat).count, cv.first) << cat;
+        EXPECT_DOUBLE_EQ(got.by_category.at(cat).total_us, cv.second) << cat;
+      }
+      EXPECT_EQ(got.streams, (spec.two_streams ? std::vector<int>{7, 8} : std::vector<int>{7}));
+    }
+  }
+  // Shapes: every (phase, op, M, N, K, batch, dtype) and its call count over all ranks.
+  size_t want_rows = 0;
+  for (const auto& [ph, shapes] : truth.shapes) {
+    for (const auto& s : shapes) {
+      ++want_rows;
+      auto it = std::find_if(rep.gemm_shapes.begin(), rep.gemm_shapes.end(), [&](const ShapeRow& row) {
+        return row.phase == ph && row.op == s.op && row.m == s.m && row.n == s.n && row.k == s.k && row.batch == s.batch;
+      });
+      ASSERT_NE(it, rep.gemm_shapes.end()) << ph << " " << s.op << " " << s.m << "x" << s.n << "x" << s.k;
+      EXPECT_EQ(it->dtype, s.dtype);
+      EXPECT_EQ(it->calls, s.calls_per_rank * spec.ranks);
+      EXPECT_EQ(it->kernels, s.calls_per_rank * spec.ranks);
+    }
+  }
+  EXPECT_EQ(rep.gemm_shapes.size(), want_rows);
+  EXPECT_EQ(rep.empty_input_dims_by_op, truth.empty_input_dims);
+  EXPECT_EQ(rep.ops_with_input_dims, truth.ops_with_input_dims);
+  int64_t empty = 0;
+  for (const auto& [k, v] : truth.empty_input_dims) empty += v;
+  EXPECT_EQ(rep.ops_with_empty_input_dims, empty);
+  EXPECT_EQ(rep.skipped, truth.skipped);
+}
+
+TEST(TraceAnalyze, EightRankTraceKnownAnswers) {
+  TempDir d;
+  testgen::GenSpec spec;  // 8 ranks, 1 prefill + 2 decode steps, two streams
+  auto truth = testgen::write_trace_dir(spec, d.str());
+  auto files = read_trace(d.str());
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.str());
+  expect_matches_truth(rep, truth, spec);
+  // Overlap fraction: 8 us of each layer's second all-reduce (10 us) overlaps compute.
+  const auto& dec = phase_of(rep.ranks[0], "decode");
+  EXPECT_DOUBLE_EQ(dec.overlap_fraction(), 8.0 * 4 * 2 / ((12.0 + 10.0) * 4 * 2));
+  // Balance: all-reduce #1 lasts 12 + 0.5 * rank us, 4 layers x 2 decode steps.
+  auto bal = std::find_if(rep.comm_balance.begin(), rep.comm_balance.end(), [](const BalanceRow& b) { return b.phase == "decode"; });
+  ASSERT_NE(bal, rep.comm_balance.end());
+  EXPECT_DOUBLE_EQ(bal->min_us, 8 * (12.0 + 10.0));
+  EXPECT_EQ(bal->min_rank, 0);
+  EXPECT_DOUBLE_EQ(bal->max_us, 8 * (12.0 + 3.5 + 10.0));
+  EXPECT_EQ(bal->max_rank, 7);
+  EXPECT_DOUBLE_EQ(bal->median_us, 8 * (12.0 + 1.75 + 10.0));
+  // Step windows come from the ProfilerStep annotations, with phases from the GEMM M.
+  ASSERT_EQ(rep.ranks[0].windows.size(), 3u);
+  EXPECT_EQ(rep.ranks[0].windows[0].phase, Phase::prefill);
+  EXPECT_EQ(rep.ranks[0].windows[0].median_m, 2048);
+  EXPECT_EQ(rep.ranks[0].windows[1].phase, Phase::decode);
+  // JSON output carries the same figures.
+  auto j = to_json(rep);
+  EXPECT_EQ(j["ranks"].size(), 8u);
+  EXPECT_FALSE(to_table(rep).empty());
+}
+
+TEST(TraceAnalyze, OneStreamPerRankHasZeroOverlapGzip) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 4;
+  spec.two_streams = false;
+  spec.amd = true;
+  spec.gzip = true;
+  auto truth = testgen::write_trace_dir(spec, d.str());
+  auto files = read_trace(d.str());
+  ASSERT_TRUE(files[0].gzip);
+  EXPECT_EQ(files[0].device_name, "AMD Instinct MI355X");
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.str());
+  expect_matches_truth(rep, truth, spec);
+  for (const auto& rr : rep.ranks) {
+    for (const auto& p : rr.phases) {
+      EXPECT_EQ(p.comm_overlap_us, 0.0);
+      EXPECT_EQ(p.overlap_fraction(), 0.0);
+    }
+    const auto& dec = phase_of(rr, "decode");
+    EXPECT_EQ(dec.by_family.at("gemm/hipblaslt").count, 2 * (4 * 2 + 1));  // qkv + o_proj per layer, LM head
+    EXPECT_EQ(dec.by_family.at("communication/rccl").count, 4 * 2);
+    EXPECT_EQ(dec.by_family.at("communication/custom_ar").count, 4 * 2);
+    EXPECT_EQ(dec.by_family.at("moe_gemm/ck").count, 4 * 2);
+  }
+}
+
+TEST(TraceAnalyze, PhasesFromGemmShapesWithoutStepAnnotations) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 2;
+  spec.step_annotations = false;
+  auto truth = testgen::write_trace_dir(spec, d.str());
+  auto files = read_trace(d.str());
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.str());
+  for (int r = 0; r < 2; ++r) {
+    const auto& rr = rep.ranks[static_cast<size_t>(r)];
+    EXPECT_EQ(rr.window_rule, "GEMM M runs");
+    ASSERT_EQ(rr.windows.size(), 2u);  // one prefill run, one decode run (both decode steps)
+    for (const char* ph : {"prefill", "decode"}) {
+      const auto& want = truth.ranks[static_cast<size_t>(r)].at(ph);
+      const auto& got = phase_of(rr, ph);
+      EXPECT_EQ(got.events, want.kernels) << ph;
+      for (const auto& [cat, cv] : want.by_category) EXPECT_DOUBLE_EQ(got.by_category.at(cat).total_us, cv.second) << ph << " " << cat;
+      EXPECT_DOUBLE_EQ(got.busy_us, want.busy_us) << ph;
+    }
+    // The decode run spans both decode steps and the idle gap between them.
+    const auto& dec = phase_of(rr, "decode");
+    const auto& want = truth.ranks[static_cast<size_t>(r)].at("decode");
+    EXPECT_DOUBLE_EQ(dec.wall_us, want.wall_us + spec.step_gap_us);
+  }
+}
+
+TEST(TraceAnalyze, WindowSelection) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 1;
+  testgen::write_trace_dir(spec, d.str());
+  auto files = read_trace(d.str());
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "decode", d.str());
+  ASSERT_EQ(rep.ranks[0].phases.size(), 1u);
+  EXPECT_EQ(rep.ranks[0].phases[0].phase, "decode");
+  for (const auto& s : rep.gemm_shapes) EXPECT_EQ(s.phase, "decode");
+  EXPECT_THROW(analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "middle", d.str()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fusesim::trace

@@ -1,0 +1,245 @@
+// Reader tests: fields, gzip, bare arrays, directories, flows, malformed / truncated input.
+#include <zlib.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "calibrate/trace/kineto_reader.hpp"
+#include "test_util.hpp"
+#include "trace_gen.hpp"
+
+namespace fusesim::trace {
+namespace {
+
+using test::TempDir;
+using test::write_text;
+
+// A hand-written Kineto trace: one CPU op enclosing a launch, its kernel, a memcpy, a memset, the
+// flow pair, and events of kinds the reader does not use.
+const char* kSmallTrace = R"json({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "numSms": 132}],
+  "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "traceEvents": [
+    {"name": "process_name", "ph": "M", "ts": 0, "pid": 10, "tid": 0, "args": {"name": "python"}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11, "ts": 100.0, "dur": 10.0,
+     "args": {"External id": 5, "Input Dims": [[64, 7168], [7168, 1536]], "Input type": ["c10::BFloat16", "c10::BFloat16"],
+              "Input Strides": [[7168, 1], [1, 7168]]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 102.5, "dur": 3.0,
+     "args": {"External id": 5, "cbid": 211, "correlation": 77}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_tst_64x32_64x16_2x1_2cta", "pid": 0, "tid": 7, "ts": 120.0, "dur": 8.5,
+     "args": {"External id": 5, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 77,
+              "grid": [136, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %": 6}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7, "ts": 130.0, "dur": 2.0,
+     "args": {"device": 0, "context": 1, "stream": 7, "correlation": 78, "bytes": 4096}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 9, "ts": 131.0, "dur": 1.0,
+     "args": {"device": 0, "context": 1, "stream": 9, "correlation": 79}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 10, "tid": 11, "ts": 140.0, "dur": 1.0,
+     "args": {"Input Dims": [[], [], [], [], [], []], "Input type": ["Scalar", "", "", "", "", ""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 10, "tid": 11, "ts": 142.0, "dur": 1.0,
+     "args": {"Input Dims": [[[2, 3], [4, 3]], []], "Input type": ["TensorList", "Scalar"]}},
+    {"ph": "s", "id": 77, "pid": 10, "tid": 11, "ts": 102.5, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "f", "id": 77, "pid": 0, "tid": 7, "ts": 120.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 10, "tid": 11, "ts": 150},
+    {"ph": "X", "cat": "python_function", "name": "f.py(1): g", "pid": 10, "tid": 11, "ts": 99, "dur": 20},
+    {"ph": "X", "cat": "brand_new_kind", "name": "x", "pid": "str pid", "tid": "str tid", "ts": 99, "dur": 20,
+     "args": {"deep": [[1, {"a": [2]}]]}}
+  ],
+  "traceName": "t.json",
+  "displayTimeUnit": "ms"
+})json";
+
+std::string gzip_file(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  return path;
+}
+
+void expect_small_trace(const TraceFile& t) {
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.world_size, 8);
+  EXPECT_EQ(t.device_name, "NVIDIA H200");
+  EXPECT_EQ(t.events, 13u);
+  ASSERT_EQ(t.gpu_ops.size(), 3u);
+  const auto& k = t.gpu_ops[0];
+  EXPECT_EQ(t.name_of(k), "nvjet_tst_64x32_64x16_2x1_2cta");
+  EXPECT_EQ(k.kind, GpuOpKind::kernel);
+  EXPECT_DOUBLE_EQ(k.start_us, 120.0);
+  EXPECT_DOUBLE_EQ(k.dur_us, 8.5);
+  EXPECT_EQ(k.stream, 7);
+  EXPECT_EQ(k.device, 0);
+  EXPECT_EQ(k.correlation, 77);
+  EXPECT_EQ(k.grid, (std::array<int32_t, 3>{136, 1, 1}));
+  EXPECT_EQ(k.block, (std::array<int32_t, 3>{384, 1, 1}));
+  EXPECT_EQ(t.gpu_ops[1].kind, GpuOpKind::memcpy);
+  EXPECT_EQ(t.gpu_ops[2].kind, GpuOpKind::memset);
+  EXPECT_EQ(t.gpu_ops[2].stream, 9);
+
+  ASSERT_EQ(t.cpu_ops.size(), 3u);
+  const auto& mm = t.cpu_ops[0];
+  EXPECT_EQ(t.name_of(mm), "aten::mm");
+  ASSERT_EQ(mm.inputs_count, 2u);
+  EXPECT_EQ(t.dims_of(t.inputs[mm.inputs_begin]), (std::vector<int64_t>{64, 7168}));
+  EXPECT_EQ(t.dims_of(t.inputs[mm.inputs_begin + 1]), (std::vector<int64_t>{7168, 1536}));
+  EXPECT_EQ(t.strings.str(t.inputs[mm.inputs_begin].dtype), "c10::BFloat16");
+  EXPECT_FALSE(mm.input_dims_empty);
+  EXPECT_TRUE(t.cpu_ops[1].has_input_dims);
+  EXPECT_TRUE(t.cpu_ops[1].input_dims_empty);
+  EXPECT_EQ(t.cpu_ops[1].inputs_count, 6u);
+  const auto& cat = t.cpu_ops[2];
+  EXPECT_FALSE(cat.input_dims_empty);
+  ASSERT_EQ(cat.inputs_count, 2u);
+  EXPECT_EQ(t.inputs[cat.inputs_begin].rank, -1);  // a tensor list is not a plain tensor
+  EXPECT_EQ(t.inputs[cat.inputs_begin + 1].rank, 0);
+
+  ASSERT_EQ(t.runtime_calls.size(), 1u);
+  EXPECT_EQ(t.runtime_calls[0].correlation, 77);
+  EXPECT_EQ(t.strings.str(t.runtime_calls[0].name), "cudaLaunchKernel");
+
+  std::map<std::string, int64_t> skipped{{"M/", 1}, {"i/cpu_instant_event", 1}, {"X/python_function", 1}, {"X/brand_new_kind", 1}};
+  EXPECT_EQ(t.skipped, skipped);
+}
+
+TEST(TraceReader, ReadsKinetoFields) {
+  TempDir d;
+  write_text(d.file("t.json"), kSmallTrace);
+  auto t = read_trace_file(d.file("t.json"));
+  expect_small_trace(t);
+  EXPECT_FALSE(t.gzip);
+  EXPECT_EQ(t.bytes, std::string(kSmallTrace).size());
+}
+
+TEST(TraceReader, ReadsGzipByContent) {
+  TempDir d;
+  gzip_file(d.file("t.json.gz"), kSmallTrace);
+  auto t = read_trace_file(d.file("t.json.gz"));
+  expect_small_trace(t);
+  EXPECT_TRUE(t.gzip);
+}
+
+TEST(TraceReader, ReadsBareEventArray) {
+  TempDir d;
+  write_text(d.file("a.json"), R"([{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+                                    "args": {"stream": 7, "device": 0}}, {"ph": "M", "name": "x"}])");
+  auto t = read_trace_file(d.file("a.json"));
+  ASSERT_EQ(t.gpu_ops.size(), 1u);
+  EXPECT_EQ(t.gpu_ops[0].stream, 7);
+  EXPECT_EQ(t.gpu_ops[0].correlation, -1);
+  EXPECT_EQ(t.skipped.at("M/"), 1);
+}
+
+TEST(TraceReader, FlowEventsSupplyMissingCorrelation) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 1;
+  spec.layers = 1;
+  spec.correlation_in_args = false;
+  testgen::write_trace_file(spec, 0, d.file("r.json"));
+  auto t = read_trace_file(d.file("r.json"));
+  ASSERT_FALSE(t.gpu_ops.empty());
+  for (const auto& g : t.gpu_ops) EXPECT_GE(g.correlation, 1) << t.name_of(g);
+}
+
+TEST(TraceReader, DirectoryOfRanksInNaturalOrder) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 12;
+  spec.layers = 1;
+  spec.prefill_steps = 0;
+  spec.decode_steps = 1;
+  testgen::write_trace_dir(spec, d.str());
+  write_text(d.file("notes.txt"), "not a trace");
+  auto ranks = read_trace(d.str());
+  ASSERT_EQ(ranks.size(), 12u);
+  for (int r = 0; r < 12; ++r) {
+    EXPECT_EQ(ranks[static_cast<size_t>(r)].rank, r);
+    EXPECT_NE(ranks[static_cast<size_t>(r)].path.find(fmt::format("rank{}.json", r)), std::string::npos);
+    EXPECT_EQ(ranks[static_cast<size_t>(r)].world_size, 12);
+  }
+}
+
+TEST(TraceReader, EmptyDirectoryIsAnError) {
+  TempDir d;
+  EXPECT_THROW(read_trace(d.str()), TraceError);
+  EXPECT_THROW(read_trace(d.file("missing.json")), TraceError);
+}
+
+/// Expect read_trace_file to throw a TraceError whose message contains each of `parts`.
+TraceError expect_error(const std::string& path, std::initializer_list<std::string> parts) {
+  try {
+    read_trace_file(path);
+  } catch (const TraceError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "missing '" << p << "' in: " << msg;
+    return e;
+  }
+  ADD_FAILURE() << "no TraceError for " << path;
+  return TraceError(path, -2, "none");
+}
+
+TEST(TraceReader, MalformedJsonNamesFileAndByteOffset) {
+  TempDir d;
+  std::string text = kSmallTrace;
+  size_t pos = text.find("\"dur\": 8.5");
+  ASSERT_NE(pos, std::string::npos);
+  text[pos + 6] = ':';  // "dur":: 8.5
+  write_text(d.file("bad.json"), text);
+  auto e = expect_error(d.file("bad.json"), {"byte", "malformed JSON"});
+  EXPECT_EQ(e.byte_offset(), static_cast<int64_t>(pos + 7) - 1);
+}
+
+TEST(TraceReader, TruncatedFileReportsEndOffset) {
+  TempDir d;
+  std::string text = kSmallTrace;
+  text.resize(1000);
+  write_text(d.file("cut.json"), text);
+  auto e = expect_error(d.file("cut.json"), {"truncated", "byte 1000"});
+  EXPECT_EQ(e.byte_offset(), 1000);  // the end of the file
+}
+
+TEST(TraceReader, TruncatedGzipIsAnError) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 1;
+  spec.layers = 8;
+  spec.gzip = true;
+  testgen::write_trace_file(spec, 0, d.file("full.json.gz"));
+  std::string bytes = test::read_text(d.file("full.json.gz"));
+  ASSERT_GT(bytes.size(), 4000u);
+  write_text(d.file("cut.json.gz"), bytes.substr(0, bytes.size() / 2));
+  expect_error(d.file("cut.json.gz"), {"byte"});
+}
+
+TEST(TraceReader, CorruptGzipIsAnError) {
+  TempDir d;
+  gzip_file(d.file("t.json.gz"), kSmallTrace);
+  std::string bytes = test::read_text(d.file("t.json.gz"));
+  for (size_t i = 40; i < 80 && i < bytes.size(); ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  write_text(d.file("bad.json.gz"), bytes);
+  expect_error(d.file("bad.json.gz"), {"byte"});
+}
+
+TEST(TraceReader, MissingDurationNamesTheKey) {
+  TempDir d;
+  write_text(d.file("nodur.json"), R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm_k", "ts": 5}]})");
+  expect_error(d.file("nodur.json"), {"kernel event \"gemm_k\" lacks \"dur\"", "byte"});
+}
+
+TEST(TraceReader, MistypedTimestampNamesTheKey) {
+  TempDir d;
+  write_text(d.file("ts.json"), R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "soon", "dur": 1}]})");
+  expect_error(d.file("ts.json"), {"key \"ts\"", "must be a number", "byte"});
+}
+
+TEST(TraceReader, JsonWithoutTraceEventsIsNotATrace) {
+  TempDir d;
+  write_text(d.file("x.json"), R"({"hello": [1, 2, 3]})");
+  expect_error(d.file("x.json"), {"traceEvents"});
+  write_text(d.file("y.json"), R"({"traceEvents": {"not": "an array"}})");
+  expect_error(d.file("y.json"), {"must be an array"});
+}
+
+}  // namespace
+}  // namespace fusesim::trace
