@@ -151,7 +151,7 @@ void run_nvlink(Ctx& x) {
       if (c.grid_sync_exit) t_end += x.P("afd.grid_sync_exit");
       if (masked) { L_comb_all->down(); return; }
       finish_attention_combine(f, t_end);
-      L_ffn_comb_end->down();
+      sim.at(t_end, [&] { L_ffn_comb_end->down(); });  // the Attention ranks see the FFN's exit
     });
     for (int s = 0; s < combine_sms_ffn; ++s)
       for (int a = 0; a < A; ++a) {
