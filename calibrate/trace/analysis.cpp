@@ -149,7 +149,7 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
     if (g.correlation < 0) continue;
     auto it = rc_of_corr.find(g.correlation);
     if (it == rc_of_corr.end()) continue;
-    op.launched = true;
+    op.launch_call = static_cast<int32_t>(it->second);
     op.launch_op = innermost[it->second];
     for (int32_t c = op.launch_op, depth = 0; c >= 0 && depth < 16; c = parent[c], ++depth) {
       uint32_t nm = file.cpu_ops[c].name;
@@ -212,8 +212,8 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       const auto& g = file.gpu_ops[op.gpu];
       double t;
       bool by_launch = false;
-      if (op.launched) {
-        t = file.runtime_calls[rc_of_corr.at(g.correlation)].start_us;
+      if (op.launched()) {
+        t = file.runtime_calls[static_cast<size_t>(op.launch_call)].start_us;
         by_launch = true;
       } else {
         t = g.start_us;
@@ -429,7 +429,7 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
     std::vector<uint32_t> all;
     for (uint32_t i = 0; i < tl.ops.size(); ++i) {
       const auto& op = tl.ops[i];
-      if (op.launched) rr.launched++;
+      if (op.launched()) rr.launched++;
       all.push_back(i);
       if (op.window >= 0) per_window[static_cast<size_t>(op.window)].push_back(i);
     }
@@ -614,12 +614,22 @@ std::string to_table(const AnalysisReport& r) {
       fmt::format_to(out, "-- {} ({} window{}): wall {:.1f} us, GPU busy {:.1f} us ({:.1f}%), idle {:.1f} us in {} gap(s) (largest {:.1f} us), streams [{}]\n",
                      s.phase, s.windows, s.windows == 1 ? "" : "s", s.wall_us, s.busy_us, busy_pct, s.idle_us,
                      s.idle_gaps, s.largest_gap_us, fmt::join(s.streams, ","));
-      fmt::format_to(out, "   {:<32} {:>8} {:>12} {:>10} {:>7}\n", "category/family", "count", "total_us", "avg_us", "%");
-      std::vector<std::pair<std::string, CategoryStat>> rows(s.by_family.begin(), s.by_family.end());
-      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
-      for (const auto& [k, c] : rows)
-        fmt::format_to(out, "   {:<32} {:>8} {:>12.1f} {:>10.2f} {:>6.1f}%\n", k, c.count, c.total_us, c.avg_us(),
-                       s.kernel_us > 0 ? 100.0 * c.total_us / s.kernel_us : 0);
+      fmt::format_to(out, "   {:<32} {:>8} {:>12} {:>10} {:>7}\n", "category  (family)", "count", "total_us", "avg_us", "%");
+      auto pct = [&](double us) { return s.kernel_us > 0 ? 100.0 * us / s.kernel_us : 0.0; };
+      std::vector<std::pair<std::string, CategoryStat>> cats(s.by_category.begin(), s.by_category.end());
+      std::sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+      for (const auto& [cat, c] : cats) {
+        std::vector<std::pair<std::string, CategoryStat>> fams;  // families of this category
+        for (const auto& [k, f] : s.by_family)
+          if (k.size() > cat.size() && k.compare(0, cat.size() + 1, cat + "/") == 0) fams.emplace_back(k.substr(cat.size() + 1), f);
+        std::sort(fams.begin(), fams.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+        bool one = fams.size() == 1 && fams[0].second.count == c.count;
+        std::string label = one ? fmt::format("{} ({})", cat, fams[0].first) : cat;
+        fmt::format_to(out, "   {:<32} {:>8} {:>12.1f} {:>10.2f} {:>6.1f}%\n", label, c.count, c.total_us, c.avg_us(), pct(c.total_us));
+        if (one) continue;
+        for (const auto& [fam, f] : fams)
+          fmt::format_to(out, "     {:<30} {:>8} {:>12.1f} {:>10.2f} {:>6.1f}%\n", "- " + fam, f.count, f.total_us, f.avg_us(), pct(f.total_us));
+      }
       fmt::format_to(out, "   communication {:.1f} us ({} kernel us); concurrent with compute on another stream: {:.1f} us = {:.1f}%\n",
                      s.comm_busy_us, s.comm_us, s.comm_overlap_us, 100.0 * s.overlap_fraction());
     }

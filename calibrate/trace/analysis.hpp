@@ -28,9 +28,9 @@ const char* to_string(Phase p);
  *     prefill (M is the number of prompt tokens). A step with no joined GEMM is "unknown".
  *  3. Without step annotations: every GEMM with a joined shape votes decode/prefill by the same M
  *     rule in GPU start order; runs of fewer than min_phase_votes votes are merged into the run
- *     before them (so an LM-head GEMM with M = requests does not split a prefill step); each run is
- *     a window, and the boundary between two runs is the largest idle gap between the last vote of
- *     one and the first vote of the next.
+ *     before them; each run is a window, and the boundary between two runs is the largest idle gap
+ *     between the last vote of one and the min_phase_votes-th vote of the next (so a step's
+ *     trailing GEMM with a small M, e.g. a prefill LM head with M = requests, stays in its step).
  */
 struct AnalyzeOptions {
   std::string step_regex = R"(ProfilerStep#\d+)";
@@ -48,7 +48,8 @@ struct TimelineOp {
   int32_t gemm_op = -1;    ///< CPU op giving the GEMM shape (a gemm_ops match at or above launch_op)
   int32_t shape = -1;      ///< index into RankTimeline::shapes
   int32_t window = -1;     ///< index into RankTimeline::windows, -1 if outside every window
-  bool launched = false;   ///< joined to a runtime call by correlation id
+  int32_t launch_call = -1;  ///< runtime call that launched it (TraceFile::runtime_calls), -1 if none
+  bool launched() const { return launch_call >= 0; }
 };
 
 struct Window {

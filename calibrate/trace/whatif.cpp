@@ -35,6 +35,13 @@ CollectiveScale parse_collective_scale(const std::string& text) {
 
 ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_t>& ops, double epsilon_us) {
   ReplayGraph g;
+  // A GPU event whose launch call had returned before its stream went idle was already queued:
+  // the gap in front of it is a GPU-side delay, not the host being late.
+  auto queued_before = [&tl](const TimelineOp& op, double stream_idle_from_us) {
+    if (!op.launched()) return false;
+    const auto& rc = tl.file->runtime_calls[static_cast<size_t>(op.launch_call)];
+    return rc.start_us + rc.dur_us <= stream_idle_from_us;
+  };
   std::vector<uint32_t> order(ops);
   std::sort(order.begin(), order.end());  // timeline ops are already in start order
   if (order.empty()) return g;
@@ -73,7 +80,7 @@ ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_
       n.bind_dep = best;
       n.deps.push_back(best);
       n.lag_us = std::max(0.0, start - best_end);
-    } else if (chained) {
+    } else if (chained || (!own.empty() && queued_before(tl.ops[oi], pred_end))) {
       n.bind = ReplayGraph::Bind::stream_pred;
       n.lag_us = std::max(0.0, start - pred_end);
     } else {

@@ -60,8 +60,12 @@ struct WhatIfOptions {
  *    started after a gap longer than epsilon_us on its own stream, or when it ended later than the
  *    node's stream predecessor (the later of two candidate constraints is the one that held);
  *  - otherwise a node that starts within epsilon_us of its stream predecessor's end is "chained";
- *  - any other node (after a gap, with no such end on another stream) is host-released: it cannot
- *    start before its measured offset (`release_us`), i.e. the host's launch timeline is held fixed.
+ *    so is a node after a longer gap whose launch call (joined by correlation id) had returned
+ *    before the predecessor ended: it was queued, so the gap is a GPU-side delay that moves with
+ *    the predecessor;
+ *  - any other node (after a gap, launched late or not joined, with no such end on another
+ *    stream) is host-released: it cannot start before its measured offset (`release_us`), i.e.
+ *    the host's launch timeline is held fixed.
  * The binding constraint keeps its measured lag (`lag_us`, the measured start minus the end it
  * waited for, 0..epsilon_us), so with measured durations the replay reproduces every measured
  * start exactly (up to events on one stream that overlap in the trace).

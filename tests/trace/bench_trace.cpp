@@ -60,6 +60,7 @@ void report(benchmark::State& state, uint64_t json_bytes, uint64_t file_bytes, c
   state.counters["events"] = static_cast<double>(t.events);
   state.counters["peak_rss_MB"] = peak_rss_mb();
   state.counters["peak_rss_over_file"] = peak_rss_mb() * 1048576.0 / static_cast<double>(file_bytes);
+  state.counters["peak_rss_over_json"] = peak_rss_mb() * 1048576.0 / static_cast<double>(json_bytes);
 }
 
 void BM_ParsePlain200MB(benchmark::State& state) {

@@ -74,7 +74,9 @@ TEST(TraceAnalyze, CategoryRulesCoverTheSeedKernels) {
   EXPECT_EQ(cat("fused_moe_kernel"), "moe_gemm/triton");
   EXPECT_EQ(cat("ck_tile::kentry<moe_mxgemm_2lds<...>>"), "moe_gemm/ck");
   EXPECT_EQ(cat("count_and_sort_expert_tokens_kernel"), "moe_routing/routing");
-  EXPECT_EQ(cat("mla_a8w8_qh16_qseqlen1_gqaratio16_ps"), "attention/flash");
+  EXPECT_EQ(cat("mla_a8w8_qh16_qseqlen1_gqaratio16_ps"), "attention/mla");
+  EXPECT_EQ(cat("void flashinfer::BatchPrefillWithPagedKVCacheKernel<...>"), "attention/flashinfer");
+  EXPECT_EQ(cat("void flash::flash_fwd_splitkv_kernel<...>"), "attention/flash");
   EXPECT_EQ(cat("per_token_group_quant_8bit_kernel"), "norm_quant/quant");
   EXPECT_EQ(cat("something_never_seen"), "other/");
   EXPECT_EQ(t.category(t.classify("Memcpy HtoD (Pinned -> Device)", GpuOpKind::memcpy).category).name, "copy");

@@ -33,7 +33,10 @@ struct GenSpec {
   bool extra_events = true;  ///< metadata, instant, counter and unknown-category events
   int python_events_per_kernel = 0;  ///< bulk python_function events (benchmark realism)
   double rank_comm_skew_us = 0.5;    ///< all-reduce #1 lasts 12 + rank * skew us (decode)
-  double layer_gap_us = 5.0;         ///< host gap inside each decode layer (x prefill_scale)
+  double layer_gap_us = 5.0;         ///< idle gap inside each decode layer (x prefill_scale)
+  /// true: the kernel after the layer gap is launched by the host during the gap (host-bound);
+  /// false: it was queued long before (the gap is a GPU-side delay).
+  bool gap_is_host_late = true;
   double step_gap_us = 50.0;
 };
 
