@@ -283,7 +283,6 @@ class KinetoSax {
 
   bool end_array() {
     if (skip_) { --skip_; return true; }
-    if (stack_.back() == Where::dims_elem) ev_.close_input(out_);
     stack_.pop_back();
     key_ = Key::other;
     return true;
@@ -354,14 +353,13 @@ class KinetoSax {
       in.rank = rank;
       inputs.push_back(in);
     }
-    void close_input(TraceFile&) {}
   };
 
   [[noreturn]] void fail(const std::string& msg) {
     throw TraceError(out_.path, static_cast<int64_t>(src_.offset()), msg);
   }
   [[noreturn]] void wrong_type(const char* want, const char* got) {
-    fail(fmt::format("key \"{}\" of {} event \"{}\" must be {}, found {}", key_name_, ev_.cat,
+    fail(fmt::format("key \"{}\" of {} event \"{}\" must be {}, found {}", key_text(key_), ev_.cat,
                      ev_.name, want, got));
   }
 
@@ -386,10 +384,16 @@ class KinetoSax {
     }
     return Key::other;
   }
-  Key event_key(const std::string& k) {
-    Key r = event_key_of(k);
-    key_name_ = r == Key::other ? "" : k;
-    return r;
+  Key event_key(const std::string& k) { return event_key_of(k); }
+  static const char* key_text(Key k) {
+    switch (k) {
+      case Key::ts: return "ts";
+      case Key::dur: return "dur";
+      case Key::device: return "args.device";
+      case Key::stream: return "args.stream";
+      case Key::correlation: return "args.correlation";
+      default: return "?";
+    }
   }
   Key args_key(const std::string& k) {
     Key r = Key::other;
@@ -409,7 +413,6 @@ class KinetoSax {
         if (k == "Input types") r = Key::input_type;
         break;
     }
-    if (r != Key::other) key_name_ = "args." + k;
     return r;
   }
 
@@ -577,7 +580,12 @@ class KinetoSax {
   /// Fill in correlation ids that are missing on kernels / launches from the "ac2g" flow events
   /// ("s" at the launch's ts on its thread, "f" at the kernel's ts on its thread).
   void resolve_flows() {
-    if (flows_.empty()) return;
+    bool missing = std::any_of(out_.gpu_ops.begin(), out_.gpu_ops.end(), [](const GpuOp& g) { return g.correlation < 0; }) ||
+                   std::any_of(out_.runtime_calls.begin(), out_.runtime_calls.end(), [](const RuntimeCall& r) { return r.correlation < 0; });
+    if (flows_.empty() || !missing) {
+      flows_ = {};
+      return;
+    }
     std::map<std::pair<uint32_t, double>, int64_t> start_at, finish_at;
     for (const auto& f : flows_) (f.start ? start_at : finish_at)[{f.thread, f.ts}] = f.id;
     for (auto& op : out_.gpu_ops) {
@@ -606,7 +614,6 @@ class KinetoSax {
   std::vector<Where> stack_;
   int skip_ = 0;
   Key key_ = Key::other;
-  std::string key_name_;
   EventBuf ev_;
   std::string skip_key_;
   std::vector<Flow> flows_;
