@@ -1,5 +1,6 @@
 #include "models/params.hpp"
 
+#include "models/afd/params.hpp"
 #include "models/gemm_ar.hpp"
 
 namespace fusesim::models {
@@ -7,6 +8,7 @@ const hw::ParamRegistry& builtin_registry() {
   static const hw::ParamRegistry reg = [] {
     hw::ParamRegistry r;
     r.add(gemm_ar_param_decls());
+    r.add(afd::afd_param_decls());
     return r;
   }();
   return reg;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/params.hpp"
 
@@ -176,7 +177,7 @@ Scenario Scenario::load(const std::string& path) {
 hw::Hardware load_scenario_hardware(const Scenario& sc) { return load_hardware(sc.hardware_path); }
 
 std::map<std::string, CaseRunner>& case_runners() {
-  static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}};
+  static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}, {"afd", afd::run_afd_case}};
   return runners;
 }
 

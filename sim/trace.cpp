@@ -12,8 +12,9 @@ namespace fusesim::sim {
 std::pair<int, int> TraceSink::ids(const std::string& lane) {
   auto it = lane_ids_.find(lane);
   if (it != lane_ids_.end()) return it->second;
-  const auto slash = lane.find('/');
+  const auto slash = lane.find('/', prefix_.size());
   const std::string proc = slash == std::string::npos ? lane : lane.substr(0, slash);
+  split_[lane] = {proc, slash == std::string::npos ? lane.substr(prefix_.size()) : lane.substr(slash + 1)};
   auto p = pid_of_.find(proc);
   const int pid = p != pid_of_.end() ? p->second : (pid_of_[proc] = static_cast<int>(pid_of_.size()) + 1);
   const int tid = static_cast<int>(lane_ids_.size()) + 1;
@@ -47,9 +48,7 @@ nlohmann::json TraceSink::to_json() const {
   int next_tid = 1;
   std::map<std::string, int> pid_names;
   for (const auto& lane : lane_order_) {
-    const auto slash = lane.find('/');
-    const std::string proc = slash == std::string::npos ? lane : lane.substr(0, slash);
-    const std::string thread = slash == std::string::npos ? lane : lane.substr(slash + 1);
+    const auto& [proc, thread] = split_.at(lane);
     const int pid = pid_of_.at(proc);
     if (!pid_names.count(proc)) {
       pid_names[proc] = pid;

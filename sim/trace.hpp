@@ -27,7 +27,8 @@ class TraceSink {
              nlohmann::json args = nlohmann::json::object());
   /// Record a counter sample (e.g. a resource's utilisation) at time t.
   void counter(const std::string& lane, const std::string& name, Seconds t, double value);
-  /// Prefix added to every lane recorded from now on (e.g. "case3:"), so runs stay apart.
+  /// Prefix added to every lane recorded from now on (e.g. "case3:"), so runs stay apart: the
+  /// process becomes "case3:gpu0".
   void set_prefix(std::string p) { prefix_ = std::move(p); }
   /// The whole trace as {"traceEvents":[...], "displayTimeUnit":"ns"}.
   nlohmann::json to_json() const;
@@ -43,6 +44,7 @@ class TraceSink {
   std::vector<nlohmann::json> events_;
   std::map<std::string, std::pair<int, int>> lane_ids_;
   std::map<std::string, int> pid_of_;
+  std::map<std::string, std::pair<std::string, std::string>> split_;  // lane -> (process, thread)
   std::vector<std::string> lane_order_;
   std::string prefix_;
 };

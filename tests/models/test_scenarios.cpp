@@ -1,0 +1,162 @@
+// Scenario files: loader errors, and the committed scenarios' predictions against their measured
+// values (the tolerances the issues state).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "models/gemm_ar.hpp"
+#include "models/params.hpp"
+#include "models/scenario.hpp"
+
+using namespace fusesim;
+
+namespace {
+const std::string kRoot = FUSESIM_SOURCE_DIR;
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  const std::string p = ::testing::TempDir() + name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+void expect_file_error(const std::string& text, const std::string& needle, int line) {
+  const std::string p = write_tmp("bad.yaml", text);
+  try {
+    models::Scenario::load(p);
+    ADD_FAILURE() << "loaded a bad scenario: " << needle;
+  } catch (const hw::FileError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find(needle), std::string::npos) << w;
+    EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
+  }
+}
+}  // namespace
+
+TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
+  const std::string head = "scenario: s\nhardware: hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
+  expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "case.parms", 6);
+  expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
+  expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
+                    "matches no sweep point", 8);
+}
+
+TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheCaseLine) {
+  const std::string p = write_tmp("badparam.yaml", "scenario: s\nhardware: " + kRoot +
+                                                       "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: {mode: fused-sdma, chunk: 8}\n");
+  auto sc = models::Scenario::load(p);
+  auto hw = models::load_scenario_hardware(sc);
+  try {
+    models::run_scenario(sc, hw);
+    ADD_FAILURE() << "ran a case with an unknown parameter";
+  } catch (const hw::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":5:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
+  auto sc = models::Scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
+  int pull = 0, measured = 0;
+  for (const auto& c : sc.cases)
+    if (c.id.rfind("pull-grid/", 0) == 0) {
+      ++pull;
+      measured += c.measured.has_value();
+    }
+  EXPECT_EQ(pull, 9);
+  EXPECT_EQ(measured, 6);
+}
+
+class Mi355xScenario : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sc_ = new models::Scenario(models::Scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
+    hw_ = new hw::Hardware(models::load_scenario_hardware(*sc_));
+    res_ = new nlohmann::json(models::run_scenario(*sc_, *hw_));
+  }
+  static models::Scenario* sc_;
+  static hw::Hardware* hw_;
+  static nlohmann::json* res_;
+};
+models::Scenario* Mi355xScenario::sc_ = nullptr;
+hw::Hardware* Mi355xScenario::hw_ = nullptr;
+nlohmann::json* Mi355xScenario::res_ = nullptr;
+
+TEST_F(Mi355xScenario, EveryMeasuredCaseWithinTenPercent) {
+  int compared = 0;
+  for (const auto& c : (*res_)["cases"]) {
+    if (c["error_pct"].is_null()) continue;
+    ++compared;
+    EXPECT_LE(std::fabs(c["error_pct"].get<double>()), 10.0) << c["id"];
+  }
+  EXPECT_GE(compared, 30);
+}
+
+TEST_F(Mi355xScenario, MedianAndMaxErrorOverSeed000) {
+  const auto& s = (*res_)["summary"];
+  EXPECT_LE(s["median_abs_error_pct"].get<double>(), 3.0);
+  EXPECT_LE(s["max_abs_error_pct"].get<double>(), 8.0);
+}
+
+TEST_F(Mi355xScenario, PerPhaseTableWithinFifteenPercent) {
+  const std::set<std::string> checked{"gemm", "drain", "reduce", "gather"};
+  int n = 0;
+  for (const auto& c : (*res_)["cases"]) {
+    if (c["id"].get<std::string>().rfind("phases/", 0) != 0) continue;
+    for (const auto& p : c["phases"]) {
+      if (!p.contains("measured_us") || !checked.count(p["name"].get<std::string>())) continue;
+      ++n;
+      EXPECT_LE(std::fabs(p["error_pct"].get<double>()), 15.0) << c["id"] << " " << p["name"];
+    }
+  }
+  EXPECT_EQ(n, 11);  // bf16: 4 phases, fp8/sdma: 4, fp8/lsa: gemm, drain, reduce (its gather is the barrier)
+}
+
+TEST_F(Mi355xScenario, CasesReportWindowAndWireError) {
+  for (const auto& c : (*res_)["cases"]) {
+    EXPECT_GT(c["window_MiB"].get<double>(), 0) << c["id"];
+    const bool fp8 = c["params"]["gather_dtype"] == "fp8";
+    if (fp8) EXPECT_NEAR(c["wire_rel_l2"].get<double>(), 2.6e-2, 0.3e-2) << c["id"];
+    else EXPECT_EQ(c["wire_rel_l2"].get<double>(), 0.0) << c["id"];
+  }
+}
+
+TEST(Trace, FusedCaseHasOneLanePerResourceAndScatterOverlapsGemm) {
+  auto hw = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
+  sim::TraceSink trace;
+  models::GemmArConfig c;
+  models::simulate_gemm_ar(hw, c, &trace);
+  const auto j = trace.to_json();
+  ASSERT_TRUE(j.contains("traceEvents"));
+  std::set<std::string> threads;
+  double gemm_end = 0, first_put = 1e18;
+  std::map<int, std::string> tid_name;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") tid_name[e["tid"].get<int>()] = e["args"]["name"];
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid"));
+    if (e["ph"] != "X") continue;
+    ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid"));
+    const std::string lane = tid_name[e["tid"].get<int>()];
+    threads.insert(lane);
+    const std::string name = e["name"];
+    if (name.rfind("gemm wave", 0) == 0) gemm_end = std::max(gemm_end, e["ts"].get<double>() + e["dur"].get<double>());
+    if (name.rfind("scatter chunk", 0) == 0) first_put = std::min(first_put, e["ts"].get<double>());
+  }
+  // Slices on the CUs and on each copy-engine queue; every resource (CUs, HBM, each link direction,
+  // each queue) has its lane, the HBM and the links with their utilisation counter.
+  for (const std::string lane : {"cu", "sdma->1"})
+    EXPECT_TRUE(std::any_of(threads.begin(), threads.end(), [&](const std::string& t) { return t.rfind(lane, 0) == 0; })) << lane;
+  const auto lanes = trace.lanes();
+  for (const std::string lane : {"gpu0/cu", "gpu0/hbm", "gpu0/xgmi->1", "gpu1/xgmi->0", "gpu0/sdma->1"})
+    EXPECT_NE(std::find(lanes.begin(), lanes.end(), lane), lanes.end()) << lane;
+  int counters = 0;
+  for (const auto& e : j["traceEvents"]) counters += e["ph"] == "C";
+  EXPECT_GT(counters, 0);
+  EXPECT_LT(first_put, 0.5 * gemm_end);  // the scatter's puts start while the GEMM still runs
+}
