@@ -2,7 +2,11 @@
 #include "calibrate/trace/kineto_reader.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <iterator>
 #include <limits>
@@ -683,9 +687,28 @@ std::vector<TraceFile> read_trace(const std::string& path) {
   } else {
     files.push_back(path);
   }
-  std::vector<TraceFile> out;
-  out.reserve(files.size());
-  for (const auto& f : files) out.push_back(read_trace_file(f));
+  // Parse the rank files in parallel (each parse is independent); the first error wins.
+  std::vector<TraceFile> out(files.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        out[i] = read_trace_file(files[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  unsigned n_threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()),
+                                          static_cast<unsigned>(files.size()));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
   std::vector<int> seen;
   bool distinct = true;
   for (const auto& t : out) {

@@ -140,8 +140,9 @@ TraceFile read_trace_file(const std::string& path);
 
 /**
  * Read a trace given as one file or as a directory of per-rank files (*.json, *.json.gz, read in
- * natural name order). Ranks: distributedInfo.rank when every file has a distinct one, otherwise
- * the position in name order. The result is sorted by rank.
+ * natural name order; files are parsed in parallel, one thread per core). Ranks:
+ * distributedInfo.rank when every file has a distinct one, otherwise the position in name order.
+ * The result is sorted by rank.
  *
  * Errors: TraceError from read_trace_file; TraceError (offset -1) for a missing path or a
  * directory without trace files.

@@ -343,7 +343,7 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
         it = row_of.emplace(wname, rep.windows.size()).first;
         WhatIfWindowRow row;
         row.window = wname;
-        row.phase = to_string(wins[k]->phase);
+        row.phase = phases.empty() ? "all" : to_string(wins[k]->phase);
         row.measured_by_rank.assign(nranks, 0);
         row.replay_by_rank.assign(nranks, 0);
         row.whatif_by_rank.assign(nranks, 0);
@@ -414,14 +414,18 @@ std::string to_table(const WhatIfReport& r) {
     what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape)", r.changes.fused, r.changes.fuse_skipped_no_shape));
   fmt::format_to(out, "change: {}\n", what.empty() ? std::string("none") : fmt::format("{}", fmt::join(what, "; ")));
   fmt::format_to(out, "   {:<20} {:<8} {:>14} {:>14} {:>14} {:>10}\n", "window", "phase", "measured_us", "replay_us", "whatif_us", "saving");
-  for (const auto& w : r.windows)
+  for (const auto& w : r.windows) {
+    double saved = std::abs(w.replay_us - w.whatif_us) < 1e-6 ? 0.0 : w.replay_us - w.whatif_us;
     fmt::format_to(out, "   {:<20} {:<8} {:>14.1f} {:>14.1f} {:>14.1f} {:>9.2f}%\n", w.window, w.phase, w.measured_us,
-                   w.replay_us, w.whatif_us, w.replay_us > 0 ? 100.0 * (w.replay_us - w.whatif_us) / w.replay_us : 0.0);
+                   w.replay_us, w.whatif_us, w.replay_us > 0 ? 100.0 * saved / w.replay_us : 0.0);
+  }
   double n = r.windows.empty() ? 1.0 : static_cast<double>(r.windows.size());
+  double err = std::abs(r.replay_error()) < 1e-9 ? 0.0 : r.replay_error();
   fmt::format_to(out, "step time (mean over windows, max over ranks): measured {:.1f} us, replay {:.1f} us ({:+.3f}%), what-if {:.1f} us\n",
-                 r.measured_us / n, r.replay_us / n, 100.0 * r.replay_error(), r.whatif_us / n);
+                 r.measured_us / n, r.replay_us / n, 100.0 * err, r.whatif_us / n);
+  double saving = std::abs(r.saving_us()) < 1e-6 ? 0.0 : r.saving_us();  // no "-0.0"
   fmt::format_to(out, "saving: {:.1f} us per step ({:.2f}%); communication per step (max rank): {:.1f} us\n",
-                 r.saving_us() / n, r.replay_us > 0 ? 100.0 * r.saving_us() / r.replay_us : 0.0, r.comm_us);
+                 saving / n, r.replay_us > 0 ? 100.0 * saving / r.replay_us : 0.0, r.comm_us);
   return o;
 }
 

@@ -159,6 +159,23 @@ TEST(TraceReader, DirectoryOfRanksInNaturalOrder) {
   }
 }
 
+TEST(TraceReader, BadRankFileInDirectoryIsNamed) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 4;
+  spec.layers = 1;
+  testgen::write_trace_dir(spec, d.str());
+  std::string text = test::read_text(d.file("rank2.json"));
+  write_text(d.file("rank2.json"), text.substr(0, text.size() / 3));
+  try {
+    read_trace(d.str());
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(e.file(), d.file("rank2.json"));
+    EXPECT_EQ(e.byte_offset(), static_cast<int64_t>(text.size() / 3));
+  }
+}
+
 TEST(TraceReader, EmptyDirectoryIsAnError) {
   TempDir d;
   EXPECT_THROW(read_trace(d.str()), TraceError);
