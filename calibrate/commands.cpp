@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -9,6 +10,9 @@
 #include <fmt/format.h>
 
 #include "calibrate/fit.hpp"
+#include "calibrate/measurements.hpp"
+#include "calibrate/mori_runner.hpp"
+#include "calibrate/plot.hpp"
 #include "models/params.hpp"
 
 namespace fusesim {
@@ -42,7 +46,8 @@ void write_atomic(const std::string& path, const std::string& text) {
 }
 
 struct FitArgs {
-  std::string hw, out, holdout = "none", date, commit, report, free;
+  std::string hw, out, holdout = "none", date, commit, report, free, plot;
+  int max_evaluations = 4000;
   std::vector<std::string> measurements;
   double prior_weight = 0.01, phase_weight = 0.5;
 };
@@ -60,8 +65,12 @@ void register_calibrate_commands(CLI::App& calibrate) {
   auto a = std::make_shared<FitArgs>();
   auto* fit = calibrate.add_subcommand("fit", "fit a hardware file's parameters to measured points; report fitted and held-out error");
   fit->add_option("--hw", a->hw, "starting hardware YAML")->required()->check(CLI::ExistingFile);
-  fit->add_option("--measurements", a->measurements, "measurement files: scenario YAML files with measured values")
+  fit->add_option("--measurements", a->measurements,
+                  "measurement files: scenario YAML (measured values), JSON lines (*.jsonl: RESULT_JSON records, probe or AFD "
+                  "lines), benchmark logs (*.log: RESULT_JSON lines among noise), seed-004 style JSON documents")
       ->required()->check(CLI::ExistingFile);
+  fit->add_option("--plot", a->plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
+  fit->add_option("--max-evaluations", a->max_evaluations, "cap on model evaluations per fit (Levenberg-Marquardt)");
   fit->add_option("--holdout", a->holdout,
                   "held-out points: PARAM=VALUE (e.g. m=8192), table=NAME, kfold=K (all K folds), kfold=K/I, none");
   fit->add_option("--out", a->out, "write the calibrated hardware YAML here");
@@ -73,9 +82,17 @@ void register_calibrate_commands(CLI::App& calibrate) {
   fit->add_option("--commit", a->commit, "commit recorded in the output (default: git HEAD)");
   fit->callback([a] {
     const auto hw = models::load_hardware(a->hw);
-    auto pts = calibrate::points_from_scenarios(a->measurements, a->phase_weight);
+    std::vector<calibrate::Record> rejected;
+    std::vector<std::string> warnings;
+    auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings);
+    for (size_t i = 0; i < warnings.size() && i < 5; ++i) fmt::print(stderr, "warning: {}\n", warnings[i]);
+    if (warnings.size() > 5) fmt::print(stderr, "warning: ... and {} more\n", warnings.size() - 5);
+    for (const auto& r : rejected)
+      fmt::print("rejected {}:{} ({}): {}\n", r.file, r.line, r.id, r.reason);
+    if (pts.empty()) throw std::runtime_error("no measured point a model can predict in the measurement files");
     calibrate::FitOptions opt;
     opt.prior_weight = a->prior_weight;
+    opt.max_evaluations = a->max_evaluations;
     if (!a->free.empty()) {
       std::string k;
       for (char c : a->free + ",") {
@@ -92,6 +109,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     };
     nlohmann::json report{{"hardware", a->hw}, {"measurements", a->measurements}, {"holdout", a->holdout}, {"date", date}, {"commit", commit}};
     calibrate::FitResult final_fit{hw};
+    std::vector<bool> final_mask(pts.size(), false);
     // kfold=K without an index: every fold in turn, then a final fit on all points.
     if (a->holdout.rfind("kfold=", 0) == 0 && a->holdout.find('/') == std::string::npos) {
       const int k = std::stoi(a->holdout.substr(6));
@@ -113,7 +131,8 @@ void register_calibrate_commands(CLI::App& calibrate) {
       report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", med}, {"max_abs_holdout_pct", held.empty() ? 0 : held.back()}};
       final_fit = calibrate::fit(hw, pts, {}, opt);
     } else {
-      auto [tr, te] = split(calibrate::holdout_mask(pts, a->holdout));
+      final_mask = calibrate::holdout_mask(pts, a->holdout);
+      auto [tr, te] = split(final_mask);
       final_fit = calibrate::fit(hw, tr, te, opt);
     }
     const auto& r = final_fit;
@@ -151,6 +170,36 @@ void register_calibrate_commands(CLI::App& calibrate) {
       fmt::print("wrote {}\n", a->out);
     }
     if (!a->report.empty()) write_atomic(a->report, report.dump(2) + "\n");
+    if (!a->plot.empty()) {
+      std::map<std::string, double> by_id;
+      for (const auto& p : r.points) by_id[p.id] = p.predicted_us;
+      std::vector<double> pred;
+      for (const auto& p : pts) pred.push_back(by_id.at(p.id));
+      calibrate::PlotOptions po;
+      po.dir = a->plot;
+      const auto rep = calibrate::write_plots(r.fitted, pts, pred, final_mask, po);
+      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
+      fmt::print("wrote {} CSV tables and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), a->plot);
+    }
+  });
+
+  // calibrate mori: the real benchmark on a live ROCm node.
+  auto mo = std::make_shared<calibrate::MoriOptions>();
+  auto* mori = calibrate.add_subcommand("mori", "run a sweep of mori's bench_gemm_ar.py on this ROCm node; append RESULT_JSON records to a file");
+  mori->add_option("--mori-dir", mo->mori_dir, "mori checkout built with BUILD_CCO_SDMA=ON (the runs' working directory)")->required();
+  mori->add_option("--nproc", mo->nproc, "ranks (torchrun --nproc_per_node)")->check(CLI::Range(1, 64));
+  mori->add_option("--sweep", mo->sweep_path, "sweep YAML: lists of modes, m, n, k, quant, wires, chunks, pull_blocks, ...")
+      ->required()->check(CLI::ExistingFile);
+  mori->add_option("--out", mo->out, "JSON-lines output; each record is appended (flush + fsync) as it arrives")->required();
+  mori->add_option("--launcher", mo->launcher, "command replacing `torchrun` (split on spaces, no shell)");
+  mori->add_option("--timeout-s", mo->timeout_s, "per-run timeout in seconds (the run's process group is killed)")->check(CLI::PositiveNumber);
+  mori->add_option("--pause-s", mo->pause_s, "pause between runs so the previous ranks' SDMA queues drain (seconds)")
+      ->check(CLI::NonNegativeNumber);
+  mori->add_flag("--resume", mo->resume, "skip runs already measured in --out (failed runs are retried)");
+  mori->add_option("--commit", mo->commit, "fusesim commit recorded (default: git HEAD)");
+  mori->callback([mo] {
+    const int rc = calibrate::run_mori_sweep(*mo);
+    if (rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 

@@ -1,0 +1,743 @@
+#include "calibrate/measurements.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "hw/hardware.hpp"
+#include "models/scenario.hpp"
+
+namespace fusesim::calibrate {
+namespace fs = std::filesystem;
+using hw::FileError;
+using nlohmann::json;
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
+std::string base_of(const std::string& path) { return fs::path(path).filename().string(); }
+
+std::string table_of_case(const std::string& case_id) {
+  const auto slash = case_id.find('/');
+  return slash == std::string::npos ? case_id : case_id.substr(0, slash);
+}
+
+/// A JSON scalar as a YAML node of the same type.
+YAML::Node yaml_scalar(const json& v) {
+  if (v.is_boolean()) return YAML::Node(v.get<bool>());
+  if (v.is_number_integer() || v.is_number_unsigned()) return YAML::Node(v.get<int64_t>());
+  if (v.is_number_float()) return YAML::Node(v.get<double>());
+  if (v.is_string()) return YAML::Node(v.get<std::string>());
+  return YAML::Node(v.dump());
+}
+
+bool is_int_like(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return true;
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return std::isfinite(d) && d == std::floor(d);
+  }
+  return false;
+}
+
+json parse_json_at(const std::string& text, const std::string& file, int line) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw FileError(file, line, "", fmt::format("malformed JSON: {}", e.what()));
+  }
+}
+
+/// Numbers in a JSON object, with a type check naming the field.
+double number_field(const json& obj, const std::string& key, const std::string& file, int line) {
+  const auto& v = obj.at(key);
+  if (!v.is_number()) throw FileError(file, line, key, fmt::format("expected a number, got {}", v.dump()));
+  return v.get<double>();
+}
+
+const std::vector<std::string> kIntParams{"world_size", "m", "n", "k", "chunks", "gather_bands", "sdma_queues", "pull_blocks"};
+const std::vector<std::string> kStrParams{"mode", "quant", "gather_dtype", "gather_transport", "publish"};
+const std::vector<std::string> kBoolParams{"fuse_quantize", "fuse_reduce_push"};
+
+/// "1 2 3" line and position helpers for JSON documents.
+int line_at(const std::string& text, size_t pos) {
+  if (pos == std::string::npos) return 0;
+  return 1 + int(std::count(text.begin(), text.begin() + std::min(pos, text.size()), '\n'));
+}
+
+}  // namespace
+
+void ParseResult::append(ParseResult&& o) {
+  for (auto& r : o.records) records.push_back(std::move(r));
+  for (auto& w : o.warnings) warnings.push_back(std::move(w));
+}
+
+std::string canonical_params(const YAML::Node& params) {
+  std::map<std::string, std::string> m;
+  if (params && params.IsMap())
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      YAML::Emitter e;
+      e << YAML::Flow << it->second;
+      m[it->first.as<std::string>()] = e.c_str();
+    }
+  std::string out = "{";
+  for (const auto& [k, v] : m) out += (out.size() > 1 ? ", " : "") + k + ": " + v;
+  return out + "}";
+}
+
+// ---------------------------------------------------------------------------------------------
+// RESULT_JSON (the benchmark) and failure records (calibrate mori)
+
+Record record_from_result_json(const json& obj, const std::string& file, int line) {
+  if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
+  Record r;
+  r.kind = "gemm_ar";
+  r.model = "gemm_ar";
+  r.quantity = "max_rank_time_us";
+  r.unit = "us";
+  r.file = file;
+  r.line = line;
+  r.params = YAML::Node(YAML::NodeType::Map);
+  for (const auto& k : kIntParams) {
+    if (!obj.contains(k) || obj[k].is_null()) continue;
+    if (!is_int_like(obj[k])) throw FileError(file, line, k, fmt::format("expected an integer, got {}", obj[k].dump()));
+    r.params[k] = static_cast<int64_t>(obj[k].get<double>());
+  }
+  for (const auto& k : kStrParams) {
+    if (!obj.contains(k) || obj[k].is_null()) continue;
+    if (!obj[k].is_string()) throw FileError(file, line, k, fmt::format("expected a string, got {}", obj[k].dump()));
+    r.params[k] = obj[k].get<std::string>();
+  }
+  for (const auto& k : kBoolParams) {
+    if (!obj.contains(k) || obj[k].is_null()) continue;
+    if (!obj[k].is_boolean()) throw FileError(file, line, k, fmt::format("expected true or false, got {}", obj[k].dump()));
+    r.params[k] = obj[k].get<bool>();
+  }
+  // The pull grid comes from the environment (MORI_GEMM_AR_PULL_BLOCKS) when the record has one.
+  if (!r.params["pull_blocks"] && obj.contains("env") && obj["env"].is_object() && obj["env"].contains("MORI_GEMM_AR_PULL_BLOCKS")) {
+    const auto& v = obj["env"]["MORI_GEMM_AR_PULL_BLOCKS"];
+    try {
+      r.params["pull_blocks"] = static_cast<int64_t>(std::stoll(v.is_string() ? v.get<std::string>() : v.dump()));
+    } catch (const std::exception&) {
+      throw FileError(file, line, "env.MORI_GEMM_AR_PULL_BLOCKS", fmt::format("expected an integer, got {}", v.dump()));
+    }
+  }
+  // The bf16 wire always gathers over SDMA; the benchmark may still print its default transport.
+  if (r.params["gather_dtype"] && r.params["gather_dtype"].as<std::string>() == "bf16" && r.params["gather_transport"] &&
+      r.params["gather_transport"].as<std::string>() != "sdma") {
+    r.extra["gather_transport_printed"] = r.params["gather_transport"].as<std::string>();
+    r.params["gather_transport"] = "sdma";
+  }
+  static const std::set<std::string> consumed{"world_size", "m", "n", "k", "chunks", "gather_bands", "sdma_queues", "pull_blocks",
+                                              "mode", "quant", "gather_dtype", "gather_transport", "publish", "fuse_quantize",
+                                              "fuse_reduce_push", "max_rank_time_us", "table", "id", "source"};
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!consumed.count(it.key())) r.extra[it.key()] = it.value();
+  r.table = obj.contains("table") && obj["table"].is_string() ? obj["table"].get<std::string>() : stem_of(file);
+  r.id = obj.contains("id") && obj["id"].is_string() ? obj["id"].get<std::string>() : fmt::format("{}:{}", base_of(file), line);
+  r.source = obj.contains("source") && obj["source"].is_string() ? obj["source"].get<std::string>() : fmt::format("{}:{}", file, line);
+  // Rejections, in order of precedence.
+  if (obj.contains("failure") && !obj["failure"].is_null()) {
+    r.kind = "failure";
+    r.rejected = true;
+    r.reason = "failed run: " + (obj["failure"].is_string() ? obj["failure"].get<std::string>() : obj["failure"].dump());
+    return r;
+  }
+  if (!obj.contains("max_rank_time_us") || obj["max_rank_time_us"].is_null()) {
+    r.rejected = true;
+    r.reason = "no max_rank_time_us";
+    return r;
+  }
+  r.value = number_field(obj, "max_rank_time_us", file, line);
+  if (obj.contains("validated") && !obj["validated"].is_null()) {
+    if (!obj["validated"].is_boolean()) throw FileError(file, line, "validated", "expected true or false");
+    if (!obj["validated"].get<bool>()) {
+      r.rejected = true;
+      r.reason = "validated: false (the output did not match the reference)";
+      return r;
+    }
+  }
+  if (obj.contains("rel_l2") && !obj["rel_l2"].is_null()) {
+    const double l2 = number_field(obj, "rel_l2", file, line);
+    if (!(l2 <= kMovedNothingRelL2)) {
+      r.rejected = true;
+      r.reason = fmt::format("rel_l2 {:.3g} > {}: the collective moved nothing (output is mostly the local slice or zeros; "
+                             "a build without the SDMA path?)",
+                             l2, kMovedNothingRelL2);
+      return r;
+    }
+  }
+  if (!(r.value > 0) || !std::isfinite(r.value)) {
+    r.rejected = true;
+    r.reason = fmt::format("max_rank_time_us {} is not a positive time", r.value);
+  }
+  return r;
+}
+
+ParseResult parse_result_json_stream(std::istream& in, const std::string& file) {
+  ParseResult out;
+  std::string text;
+  int line = 0, noise = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    const auto at = text.find("RESULT_JSON");
+    if (at == std::string::npos) {
+      if (!trim(text).empty()) ++noise;
+      continue;
+    }
+    const auto brace = text.find('{', at);
+    if (brace == std::string::npos) throw FileError(file, line, "RESULT_JSON", "no JSON object after RESULT_JSON");
+    out.records.push_back(record_from_result_json(parse_json_at(text.substr(brace), file, line), file, line));
+  }
+  if (noise) out.warnings.push_back(fmt::format("{}: skipped {} line(s) without RESULT_JSON (log output)", file, noise));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AFD transport lines and seed-004 documents
+
+YAML::Node afd_context_from_header(const std::string& header) {
+  YAML::Node ctx(YAML::NodeType::Map);
+  std::smatch m;
+  static const std::regex fa(R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])"), f_a(R"(\b(\d+)f(\d+)a\b)"), a_f(R"(\b(\d+)a(\d+)f\b)"),
+      sms(R"(num-sms\s+(\d+))"), hybrid(R"(hybrid\s+(on|off))"), tok(R"(\bT\s*=\s*(\d+))"), path(R"(\b(afd|masked)\s*$)");
+  if (std::regex_search(header, m, fa) || std::regex_search(header, m, f_a)) {
+    ctx["ffn_ranks"] = std::stoi(m[1]);
+    ctx["attention_ranks"] = std::stoi(m[2]);
+  } else if (std::regex_search(header, m, a_f)) {
+    ctx["attention_ranks"] = std::stoi(m[1]);
+    ctx["ffn_ranks"] = std::stoi(m[2]);
+  }
+  if (std::regex_search(header, m, sms)) ctx["transport_sms"] = std::stoi(m[1]);
+  if (std::regex_search(header, m, hybrid)) ctx["hybrid"] = std::string(m[1]);
+  if (std::regex_search(header, m, tok)) ctx["tokens"] = std::stoi(m[1]);
+  if (std::regex_search(header, m, path)) ctx["path"] = std::string(m[1]);
+  return ctx;
+}
+
+std::vector<Record> records_from_afd_line(const json& obj, const YAML::Node& context, const std::string& table,
+                                          const std::string& file, int line) {
+  if (!obj.is_object() || !obj.contains("tokens") || !is_int_like(obj["tokens"]))
+    throw FileError(file, line, "tokens", "an AFD line needs an integer \"tokens\"");
+  const int64_t tokens = static_cast<int64_t>(obj["tokens"].get<double>());
+  std::vector<Record> out;
+  for (const char* path : {"afd", "masked"}) {
+    if (!obj.contains(path)) continue;
+    const auto& a = obj[path];
+    if (!a.is_array() || a.empty() || !a[0].is_number() || !(a[0].get<double>() > 0))
+      throw FileError(file, line, path, fmt::format("expected [median_us, change_pct, repeats_faster], got {}", a.dump()));
+    Record r;
+    r.kind = "afd";
+    r.model = "afd";
+    r.table = table;
+    r.quantity = "median_us";
+    r.unit = "us";
+    r.file = file;
+    r.line = line;
+    r.params = YAML::Node(YAML::NodeType::Map);
+    if (context && context.IsMap())
+      for (auto it = context.begin(); it != context.end(); ++it) r.params[it->first.as<std::string>()] = YAML::Clone(it->second);
+    r.params["path"] = std::string(path);
+    r.params["tokens"] = tokens;
+    r.value = a[0].get<double>();
+    if (a.size() > 1) r.extra["change_pct"] = a[1];
+    if (a.size() > 2) r.extra["repeats_faster"] = a[2];
+    r.id = fmt::format("{}/{}/tokens={}{}", table, path, tokens,
+                       r.params["transport_sms"] ? fmt::format("/sms={}", r.params["transport_sms"].as<std::string>()) : "");
+    r.source = fmt::format("{}:{}", file, line);
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) throw FileError(file, line, "", "an AFD line needs an \"afd\" or \"masked\" array");
+  return out;
+}
+
+Record record_from_probe(const json& obj, const std::string& file, int line) {
+  if (!obj.is_object() || !obj.contains("probe") || !obj["probe"].is_string())
+    throw FileError(file, line, "probe", "a probe line needs a string \"probe\"");
+  Record r;
+  r.kind = "probe";
+  r.file = file;
+  r.line = line;
+  r.params = YAML::Node(YAML::NodeType::Map);
+  const std::string probe = obj["probe"].get<std::string>();
+  std::string vkey;
+  for (const char* k : {"time_us", "us", "GBps", "TFLOPs", "value"})
+    if (obj.contains(k) && obj[k].is_number()) { vkey = k; break; }
+  if (vkey.empty()) throw FileError(file, line, probe, "a probe line needs a value: time_us, us, GBps, TFLOPs or value");
+  r.value = obj[vkey].get<double>();
+  r.unit = vkey == "time_us" ? "us" : vkey == "value" ? (obj.contains("unit") && obj["unit"].is_string() ? obj["unit"].get<std::string>() : "") : vkey;
+  r.quantity = probe + "." + vkey;
+  static const std::set<std::string> meta{"probe", "machine", "command", "commit", "date", "unit", "per_rank_time_us", "rel_l2", "validated"};
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (it.key() == vkey) continue;
+    if (meta.count(it.key()) || !it.value().is_primitive() || it.value().is_null()) r.extra[it.key()] = it.value();
+    else r.params[it.key()] = yaml_scalar(it.value());
+  }
+  r.table = probe;
+  r.id = fmt::format("{}@{}:{}", probe, base_of(file), line);
+  r.source = fmt::format("{}:{}", file, line);
+  if (obj.contains("validated") && obj["validated"].is_boolean() && !obj["validated"].get<bool>()) {
+    r.rejected = true;
+    r.reason = "validated: false (the output did not match the reference)";
+  } else if (obj.contains("rel_l2") && obj["rel_l2"].is_number() && !(obj["rel_l2"].get<double>() <= kMovedNothingRelL2)) {
+    r.rejected = true;
+    r.reason = fmt::format("rel_l2 {:.3g} > {}: the collective moved nothing", obj["rel_l2"].get<double>(), kMovedNothingRelL2);
+  }
+  return r;
+}
+
+ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
+  ParseResult out;
+  std::string text;
+  int line = 0;
+  YAML::Node ctx(YAML::NodeType::Map);
+  std::string table = stem_of(file);
+  while (std::getline(in, text)) {
+    ++line;
+    const std::string t = trim(text);
+    if (t.empty()) continue;
+    if (t[0] == '#') {
+      // "#### 4F:4A num-sms 8" style headers set the AFD context for the lines that follow.
+      const auto c = afd_context_from_header(t);
+      if (c.size() > 0) {
+        ctx = c;
+        table = stem_of(file) + ":" + trim(t.substr(t.find_first_not_of('#')));
+      }
+      continue;
+    }
+    const auto at = t[0] == '{' ? std::string::npos : t.find("RESULT_JSON");
+    if (at != std::string::npos) {
+      const auto brace = t.find('{', at);
+      if (brace == std::string::npos) throw FileError(file, line, "RESULT_JSON", "no JSON object after RESULT_JSON");
+      out.records.push_back(record_from_result_json(parse_json_at(t.substr(brace), file, line), file, line));
+      continue;
+    }
+    if (t[0] != '{') {
+      out.warnings.push_back(fmt::format("{}:{}: skipped a line that is not JSON: '{}'", file, line, t.substr(0, 60)));
+      continue;
+    }
+    const json obj = parse_json_at(t, file, line);
+    if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object");
+    if (obj.contains("probe")) out.records.push_back(record_from_probe(obj, file, line));
+    else if (obj.contains("max_rank_time_us") || obj.contains("failure")) out.records.push_back(record_from_result_json(obj, file, line));
+    else if (obj.contains("tokens") && (obj.contains("afd") || obj.contains("masked"))) {
+      for (auto& r : records_from_afd_line(obj, ctx, table, file, line)) out.records.push_back(std::move(r));
+    } else {
+      throw FileError(file, line, "", "JSON object of no known layout (expected RESULT_JSON fields with max_rank_time_us, "
+                                      "a \"probe\" line, or an AFD line with tokens and afd/masked)");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct AfdDoc {
+  const std::string& text;
+  const std::string& file;
+  int default_sms = 0;
+  ParseResult out;
+
+  /// Line of the JSON path in the document: search each object key in turn.
+  int line_of(const std::vector<std::string>& keys, const std::string& needle = "") const {
+    size_t pos = 0;
+    for (const auto& k : keys) {
+      const auto p = text.find("\"" + k + "\"", pos);
+      if (p == std::string::npos) break;
+      pos = p;
+    }
+    if (!needle.empty()) {
+      const auto p = text.find(needle, pos);
+      if (p != std::string::npos) pos = p;
+    }
+    return pos ? line_at(text, pos) : 0;
+  }
+
+  static std::string join(const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys) s += (s.empty() || k[0] == '[' ? "" : ".") + k;
+    return s;
+  }
+
+  void with_default_sms(YAML::Node& p) const {
+    if (!p["transport_sms"] && default_sms > 0) p["transport_sms"] = default_sms;
+  }
+
+  void string_lines(const json& arr, const std::vector<std::string>& keys) {
+    // Timeline traces: "## 1a3f T=1 afd", "anchor ... period median 20.10 us", " dev0 0:kernel start a end b dur c".
+    const std::string first = arr[0].get<std::string>();
+    const std::string table = join(keys);
+    if (first.rfind("## ", 0) == 0 && first.rfind("###", 0) != 0) {
+      YAML::Node ctx = afd_context_from_header(first);
+      with_default_sms(ctx);
+      static const std::regex period(R"(period median\s+([0-9.]+)\s*us)"),
+          dev(R"(^\s*dev(\d+)\s+\d+:(\S+)\s+start\s+(-?[0-9.]+)\s+end\s+(-?[0-9.]+)\s+dur\s+(-?[0-9.]+))");
+      for (size_t i = 1; i < arr.size(); ++i) {
+        if (!arr[i].is_string()) continue;
+        const std::string s = arr[i].get<std::string>();
+        std::smatch m;
+        Record r;
+        r.kind = "afd";
+        r.table = table;
+        r.unit = "us";
+        r.file = file;
+        r.params = YAML::Clone(ctx);
+        if (std::regex_search(s, m, period)) {
+          r.model = "afd";
+          r.quantity = "period_us";
+          r.value = std::stod(m[1]);
+          r.id = keys.back();
+        } else if (std::regex_search(s, m, dev)) {
+          r.quantity = "kernel_dur_us";
+          r.params["device"] = std::stoi(m[1]);
+          r.params["kernel"] = std::string(m[2]);
+          r.value = std::stod(m[5]);
+          r.extra["start_us"] = std::stod(m[3]);
+          r.extra["end_us"] = std::stod(m[4]);
+          r.id = fmt::format("{}/dev{}/{}", keys.back(), m[1].str(), m[2].str());
+        } else {
+          continue;
+        }
+        r.source = fmt::format("{}[{}]", table, i);
+        r.line = line_of(keys, s.substr(0, std::min<size_t>(s.size(), 40)));
+        out.records.push_back(std::move(r));
+      }
+      return;
+    }
+    // Header + AFD JSON lines.
+    YAML::Node ctx(YAML::NodeType::Map);
+    std::string sub = table;
+    for (size_t i = 0; i < arr.size(); ++i) {
+      if (!arr[i].is_string()) continue;
+      const std::string s = trim(arr[i].get<std::string>());
+      const int line = line_of(keys, s.substr(0, std::min<size_t>(s.size(), 30)));
+      if (s.empty()) continue;
+      if (s[0] == '#') {
+        ctx = afd_context_from_header(s);
+        sub = table + ":" + trim(s.substr(s.find_first_not_of('#')));
+        continue;
+      }
+      if (s[0] != '{') continue;
+      const json obj = parse_json_at(s, file, line);
+      if (!obj.is_object() || !obj.contains("tokens")) continue;
+      YAML::Node c = YAML::Clone(ctx);
+      with_default_sms(c);
+      for (auto& r : records_from_afd_line(obj, c, sub, file, line)) {
+        r.source = fmt::format("{}[{}]", table, i);
+        out.records.push_back(std::move(r));
+      }
+    }
+  }
+
+  void screen(const json& obj, const std::vector<std::string>& keys) {
+    // The benchmark's argv: --ffn-ranks F --attention-ranks A --num-sms S --hybrid on|off.
+    YAML::Node base(YAML::NodeType::Map);
+    const auto& argv = obj["passthrough"];
+    for (size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (!argv[i].is_string() || !argv[i + 1].is_string()) continue;
+      const std::string a = argv[i].get<std::string>(), v = argv[i + 1].get<std::string>();
+      try {
+        if (a == "--ffn-ranks") base["ffn_ranks"] = std::stoi(v);
+        else if (a == "--attention-ranks") base["attention_ranks"] = std::stoi(v);
+        else if (a == "--num-sms") base["transport_sms"] = std::stoi(v);
+        else if (a == "--hybrid") base["hybrid"] = v;
+        else if (a == "--hidden") base["hidden"] = std::stoi(v);
+        else if (a == "--payload") base["payload"] = v;
+      } catch (const std::exception&) {
+        throw FileError(file, line_of(keys), join(keys) + ".passthrough", fmt::format("'{} {}': expected a number", a, v));
+      }
+    }
+    with_default_sms(base);
+    const json arms = obj.contains("arms") && obj["arms"].is_object() ? obj["arms"] : json::object();
+    const std::string table = join(keys);
+    for (size_t i = 0; i < obj["table"].size(); ++i) {
+      const auto& row = obj["table"][i];
+      if (!row.is_object() || !row.contains("tokens") || !is_int_like(row["tokens"])) continue;
+      for (auto it = row.begin(); it != row.end(); ++it) {
+        if (it.key() == "tokens" || !it.value().is_object() || !it.value().contains("median_us")) continue;
+        const std::string arm = it.key();
+        const json def = arms.contains(arm) ? arms[arm] : json::object();
+        const bool masked = arm.rfind("masked", 0) == 0 || (def.contains("role_aware") && def["role_aware"] == false);
+        Record r;
+        r.kind = "afd";
+        r.model = "afd";
+        r.table = table;
+        r.quantity = "median_us";
+        r.unit = "us";
+        r.file = file;
+        r.params = YAML::Clone(base);
+        r.params["path"] = masked ? "masked" : "afd";
+        r.params["tokens"] = static_cast<int64_t>(row["tokens"].get<double>());
+        if (!it.value()["median_us"].is_number())
+          throw FileError(file, line_of(keys), fmt::format("{}.table[{}].{}.median_us", table, i, arm), "expected a number");
+        r.value = it.value()["median_us"].get<double>();
+        r.extra = it.value();
+        r.extra["arm"] = arm;
+        if (def.contains("_env")) r.extra["env"] = def["_env"];
+        r.id = fmt::format("{}/{}/tokens={}", keys.back(), arm, row["tokens"].dump());
+        r.source = fmt::format("{}.table[{}].{}", table, i, arm);
+        r.line = line_of(keys, "\"table\"");
+        out.records.push_back(std::move(r));
+      }
+    }
+  }
+
+  void sm_sweep(const json& obj, const std::string& split, const std::vector<std::string>& keys) {
+    YAML::Node ctx = afd_context_from_header(split);
+    const std::string table = join(keys);
+    for (auto t = obj.begin(); t != obj.end(); ++t) {
+      if (!t.value().is_object()) continue;
+      for (auto s = t.value().begin(); s != t.value().end(); ++s) {
+        if (!s.value().is_number()) continue;
+        Record r;
+        r.kind = "afd";
+        r.model = "afd";
+        r.table = table;
+        r.quantity = "median_us";
+        r.unit = "us";
+        r.file = file;
+        r.params = YAML::Clone(ctx);
+        r.params["path"] = "afd";
+        try {
+          r.params["tokens"] = std::stoi(t.key());
+          r.params["transport_sms"] = std::stoi(s.key());
+        } catch (const std::exception&) {
+          throw FileError(file, line_of(keys), table, fmt::format("expected numeric tokens / SM keys, got '{}' / '{}'", t.key(), s.key()));
+        }
+        r.value = s.value().get<double>();
+        r.id = fmt::format("{}/tokens={}/sms={}", split, t.key(), s.key());
+        r.source = fmt::format("{}.{}.{}", table, t.key(), s.key());
+        auto k2 = keys;
+        k2.push_back(t.key());
+        r.line = line_of(k2, "\"" + s.key() + "\"");
+        out.records.push_back(std::move(r));
+      }
+    }
+  }
+
+  void walk(const json& node, std::vector<std::string> keys) {
+    static const std::regex split_key(R"(^\d+a\d+f$)");
+    if (node.is_object()) {
+      if (node.contains("passthrough") && node["passthrough"].is_array() && node.contains("table") && node["table"].is_array()) {
+        screen(node, keys);
+        return;
+      }
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        auto k = keys;
+        k.push_back(it.key());
+        if (std::regex_match(it.key(), split_key) && it.value().is_object()) sm_sweep(it.value(), it.key(), k);
+        else walk(it.value(), k);
+      }
+    } else if (node.is_array() && !node.empty()) {
+      if (node[0].is_string()) {
+        string_lines(node, keys);
+        return;
+      }
+      for (size_t i = 0; i < node.size(); ++i) {
+        auto k = keys;
+        k.push_back(fmt::format("[{}]", i));
+        walk(node[i], k);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+ParseResult parse_afd_document(const std::string& text, const std::string& file) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // byte offset -> line
+    throw FileError(file, line_at(text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("malformed JSON: {}", e.what()));
+  }
+  if (!doc.is_object()) throw FileError(file, 1, "", "expected a JSON object at the top level");
+  AfdDoc d{text, file};
+  if (doc.contains("setup") && doc["setup"].is_string()) {
+    std::smatch m;
+    static const std::regex sms(R"((\d+)\s+transport SMs)");
+    const std::string setup = doc["setup"].get<std::string>();
+    if (std::regex_search(setup, m, sms)) d.default_sms = std::stoi(m[1]);
+  }
+  for (auto it = doc.begin(); it != doc.end(); ++it) d.walk(it.value(), {it.key()});
+  return std::move(d.out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenario files and dispatch
+
+ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
+  ParseResult out;
+  const auto sc = models::Scenario::load(path);
+  for (const auto& c : sc.cases) {
+    if (!c.measured) continue;
+    Record base;
+    base.kind = "scenario";
+    base.model = sc.model;
+    base.table = table_of_case(c.id);
+    base.id = sc.name + ":" + c.id;
+    base.params = c.params;
+    base.unit = "us";
+    base.file = path;
+    base.line = c.line;
+    base.source = c.measured->source;
+    if (c.measured->value_us) {
+      Record r = base;
+      r.quantity = "value_us";
+      r.value = *c.measured->value_us;
+      out.records.push_back(std::move(r));
+    }
+    for (const auto& [ph, v] : c.measured->phases_us) {
+      Record r = base;
+      r.quantity = "phase_us";
+      r.phase = ph;
+      r.value = v;
+      r.weight = phase_weight;
+      out.records.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+ParseResult parse_measurement_file(const std::string& path, double phase_weight) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".yaml" || ext == ".yml") return parse_scenario_file(path, phase_weight);
+  std::ifstream in(path);
+  if (!in) throw FileError(path, 0, "", "cannot open measurement file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  // A multi-line JSON document (seed-004 layout): the first non-blank line is a lone '{' or the
+  // first object does not close on its line.
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    const auto eol = text.find('\n', first);
+    const std::string l1 = trim(text.substr(first, eol == std::string::npos ? std::string::npos : eol - first));
+    bool one_line_object = false;
+    try {
+      one_line_object = json::parse(l1).is_object();
+    } catch (const json::parse_error&) {
+    }
+    if (!one_line_object) {
+      // Either a whole document or a malformed first line: a document must parse as a whole.
+      bool whole = false;
+      try {
+        whole = json::parse(text).is_object();
+      } catch (const json::parse_error&) {
+      }
+      if (whole) return parse_afd_document(text, path);
+    }
+  }
+  std::istringstream lines(text);
+  if (ext == ".log" || ext == ".txt" || ext == ".out") {
+    // A log: RESULT_JSON lines among noise, unless it is really JSON lines.
+    if (first == std::string::npos || text[first] != '{') return parse_result_json_stream(lines, path);
+  }
+  return parse_jsonl_stream(lines, path);
+}
+
+std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const std::vector<std::string>& models) {
+  std::vector<FitPoint> out;
+  std::set<std::string> ids;
+  for (const auto& r : records) {
+    if (r.rejected || r.model.empty() || !(r.value > 0)) continue;
+    if (!models.empty() && std::find(models.begin(), models.end(), r.model) == models.end()) continue;
+    if (!models::case_runners().count(r.model)) continue;
+    std::string id = r.id + (r.phase.empty() ? "" : "#" + r.phase);
+    if (!ids.insert(id).second) {
+      id = fmt::format("{}@{}:{}", id, base_of(r.file), r.line);
+      for (int n = 2; !ids.insert(id).second; ++n) id = fmt::format("{}@{}:{}#{}", r.id, base_of(r.file), r.line, n);
+    }
+    const std::string src = r.source.empty() ? fmt::format("{}:{}", r.file, r.line) : r.source;
+    out.push_back(FitPoint{id, r.model, r.table, r.params, r.phase, r.value, r.weight, src});
+  }
+  return out;
+}
+
+namespace {
+/// Every key of `sub` is in `super` with the same scalar text.
+bool params_subset(const YAML::Node& sub, const YAML::Node& super) {
+  if (!sub || !sub.IsMap()) return true;
+  for (auto it = sub.begin(); it != sub.end(); ++it) {
+    const auto v = super[it->first.as<std::string>()];
+    if (!v) return false;
+    YAML::Emitter a, b;
+    a << YAML::Flow << it->second;
+    b << YAML::Flow << v;
+    if (std::string(a.c_str()) != b.c_str()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<FitPoint> load_fit_points(const std::vector<std::string>& paths, double phase_weight, std::vector<Record>* rejected,
+                                      std::vector<std::string>* warnings) {
+  std::vector<Record> file_recs, scen_recs;
+  for (const auto& p : paths) {
+    auto pr = parse_measurement_file(p, phase_weight);
+    if (warnings)
+      for (auto& w : pr.warnings) warnings->push_back(w);
+    for (auto& r : pr.records) {
+      if (r.rejected) {
+        if (rejected) rejected->push_back(r);
+        continue;
+      }
+      (r.kind == "scenario" ? scen_recs : file_recs).push_back(std::move(r));
+    }
+  }
+  // De-duplicate: a scenario total repeated by a measurement-file record is dropped; its phases
+  // join that record (same id, so folds keep them together).
+  std::map<std::string, size_t> replaced_by;  // scenario case id -> index in file_recs
+  for (const auto& s : scen_recs) {
+    if (!s.phase.empty()) continue;
+    for (size_t i = 0; i < file_recs.size(); ++i) {
+      const auto& f = file_recs[i];
+      if (f.model != s.model || !f.phase.empty()) continue;
+      const bool same_source = !s.source.empty() && f.source == s.source;
+      const bool same_point = std::fabs(f.value - s.value) <= 1e-9 * std::fabs(s.value) && params_subset(s.params, f.params);
+      if (same_source || same_point) {
+        replaced_by.emplace(s.id, i);
+        break;
+      }
+    }
+  }
+  std::vector<Record> ordered;
+  std::vector<std::vector<Record>> joined(file_recs.size());
+  std::vector<Record> rest;
+  for (const auto& s : scen_recs) {
+    auto it = replaced_by.find(s.id);
+    if (it == replaced_by.end()) {
+      rest.push_back(s);
+      continue;
+    }
+    if (s.phase.empty()) continue;  // the total: replaced
+    Record ph = s;
+    ph.id = file_recs[it->second].id;
+    ph.table = file_recs[it->second].table;
+    ph.params = file_recs[it->second].params;
+    joined[it->second].push_back(std::move(ph));
+  }
+  for (size_t i = 0; i < file_recs.size(); ++i) {
+    ordered.push_back(file_recs[i]);
+    for (auto& p : joined[i]) ordered.push_back(std::move(p));
+  }
+  for (auto& r : rest) ordered.push_back(std::move(r));
+  return to_fit_points(ordered);
+}
+
+}  // namespace fusesim::calibrate

@@ -1,0 +1,590 @@
+#include "calibrate/mori_runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "calibrate/measurements.hpp"
+#include "hw/hardware.hpp"
+
+extern "C" char** environ;
+
+namespace fusesim::calibrate {
+namespace fs = std::filesystem;
+using hw::FileError;
+using nlohmann::json;
+
+namespace {
+
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+int line_of(const YAML::Node& n) { return n && n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%") == std::string::npos)
+    return s;
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream ss(s);
+  std::string w;
+  while (ss >> w) out.push_back(w);
+  return out;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string hms(double s) {
+  const long t = long(std::llround(std::max(0.0, s)));
+  return t >= 3600 ? fmt::format("{}h{:02}m{:02}s", t / 3600, t / 60 % 60, t % 60) : fmt::format("{}m{:02}s", t / 60, t % 60);
+}
+
+/// Output of a short helper command (argv, no shell); empty when it cannot run.
+std::string capture(const std::vector<std::string>& args) {
+  int fd[2];
+  if (pipe(fd) != 0) return "";
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return "";
+  }
+  if (pid == 0) {
+    dup2(fd[1], 1);
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2);
+    close(fd[0]);
+    close(fd[1]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fd[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fd[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  close(fd[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+template <class T>
+std::vector<T> list_of(const YAML::Node& root, const std::string& key, const std::vector<T>& dflt, const std::string& file) {
+  const auto n = root[key];
+  if (!n) return dflt;
+  if (!n.IsSequence() || n.size() == 0) throw FileError(file, line_of(n), key, "expected a non-empty list, e.g. [a, b]");
+  std::vector<T> out;
+  for (const auto& v : n) {
+    try {
+      out.push_back(v.as<T>());
+    } catch (const YAML::Exception&) {
+      throw FileError(file, line_of(v), key, fmt::format("'{}' has the wrong type", v.IsScalar() ? v.Scalar() : "?"));
+    }
+  }
+  return out;
+}
+
+MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
+  MoriRun r;
+  r.params = p;
+  r.argv = split_ws(opt.launcher);
+  r.argv.push_back("--standalone");
+  r.argv.push_back(fmt::format("--nproc_per_node={}", opt.nproc));
+  r.argv.push_back(kBenchGemmArPath);
+  auto add = [&](const std::string& flag, const std::string& v) {
+    r.argv.push_back(flag);
+    r.argv.push_back(v);
+  };
+  add("--mode", p["mode"].get<std::string>());
+  add("--quant", p["quant"].get<std::string>());
+  add("-m", std::to_string(p["m"].get<long>()));
+  add("-n", std::to_string(p["n"].get<long>()));
+  add("-k", std::to_string(p["k"].get<long>()));
+  if (p.contains("gather_dtype")) add("--gather-dtype", p["gather_dtype"].get<std::string>());
+  if (p.contains("gather_transport")) add("--gather-transport", p["gather_transport"].get<std::string>());
+  if (p.contains("chunks")) add("--chunks", std::to_string(p["chunks"].get<int>()));
+  // Always explicit: the benchmark defaulted fuse_quantize on until 96bd9522 (seed 000).
+  if (p.contains("fuse_quantize")) r.argv.push_back(p["fuse_quantize"].get<bool>() ? "--fuse-quantize" : "--no-fuse-quantize");
+  if (p.value("fuse_reduce_push", false)) {
+    r.argv.push_back("--fuse-reduce-push");
+    if (p.contains("gather_bands")) add("--gather-bands", std::to_string(p["gather_bands"].get<int>()));
+    if (p.contains("publish")) add("--publish", p["publish"].get<std::string>());
+  }
+  if (p.contains("sdma_queues")) add("--sdma-queues", std::to_string(p["sdma_queues"].get<int>()));
+  for (const auto& a : extra_args) r.argv.push_back(a);
+  r.env["MORI_ENABLE_SDMA"] = "1";
+  r.env["MORI_SOCKET_IFNAME"] = "lo";
+  if (p.contains("pull_blocks")) r.env["MORI_GEMM_AR_PULL_BLOCKS"] = std::to_string(p["pull_blocks"].get<int>());
+  std::string cmd;
+  for (const auto& [k, v] : r.env) cmd += k + "=" + shell_quote(v) + " ";
+  for (size_t i = 0; i < r.argv.size(); ++i) cmd += (i ? " " : "") + shell_quote(r.argv[i]);
+  r.command = cmd;
+  r.key = p.dump();  // json object keys are sorted: stable
+  return r;
+}
+
+}  // namespace
+
+std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& file, const MoriOptions& opt) {
+  if (!root || !root.IsMap()) throw FileError(file, 1, "", "expected a mapping of sweep lists (modes, m, quant, wires, ...)");
+  static const std::set<std::string> known{"table", "modes", "m", "n", "k", "quant", "wires", "chunks", "pull_blocks",
+                                           "fuse_quantize", "fuse_reduce_push", "gather_bands", "publish", "sdma_queues",
+                                           "extra_args", "description"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!known.count(k))
+      throw FileError(file, line_of(it->first), k,
+                      "unknown sweep key (expected table, modes, m, n, k, quant, wires, chunks, pull_blocks, fuse_quantize, "
+                      "fuse_reduce_push, gather_bands, publish, sdma_queues, extra_args, description)");
+  }
+  static const std::set<std::string> modes_ok{"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa"},
+      quant_ok{"blockscale", "ptpc", "mxfp8"}, wires_ok{"bf16", "fp8-lsa", "fp8-sdma"}, publish_ok{"writethrough", "fence"};
+  const auto modes = list_of<std::string>(root, "modes", {"fused-sdma"}, file);
+  const auto ms = list_of<long>(root, "m", {16384}, file);
+  const auto ns = list_of<long>(root, "n", {7168}, file);
+  const auto ks = list_of<long>(root, "k", {2048}, file);
+  const auto quants = list_of<std::string>(root, "quant", {"blockscale"}, file);
+  const auto wires = list_of<std::string>(root, "wires", {"bf16"}, file);
+  const auto chunks = list_of<int>(root, "chunks", {-1}, file);
+  const auto pulls = list_of<int>(root, "pull_blocks", {-1}, file);
+  const auto fqs = list_of<bool>(root, "fuse_quantize", {false}, file);
+  const auto frps = list_of<bool>(root, "fuse_reduce_push", {false}, file);
+  const auto bands = list_of<int>(root, "gather_bands", {-1}, file);
+  const auto pubs = list_of<std::string>(root, "publish", {""}, file);
+  const auto queues = list_of<int>(root, "sdma_queues", {-1}, file);
+  const auto extra = list_of<std::string>(root, "extra_args", {}, file);
+  auto check = [&](const std::vector<std::string>& v, const std::set<std::string>& ok, const std::string& key) {
+    for (const auto& x : v)
+      if (!ok.count(x)) {
+        std::string list;
+        for (const auto& o : ok) list += (list.empty() ? "" : ", ") + o;
+        throw FileError(file, line_of(root[key]), key, fmt::format("'{}' is not one of: {}", x, list));
+      }
+  };
+  check(modes, modes_ok, "modes");
+  check(quants, quant_ok, "quant");
+  check(wires, wires_ok, "wires");
+  if (root["publish"]) check(pubs, publish_ok, "publish");
+  for (long m : ms)
+    if (m < 1) throw FileError(file, line_of(root["m"]), "m", "M must be >= 1");
+  for (long k : ks)
+    if (k < 256 || k % 128) throw FileError(file, line_of(root["k"]), "k", "K must be >= 256 and a multiple of 128");
+  const std::string table = root["table"] ? root["table"].as<std::string>() : fs::path(file).stem().string();
+  std::vector<MoriRun> runs;
+  std::set<std::string> seen;
+  for (const auto& mode : modes)
+    for (long m : ms)
+      for (long n : ns)
+        for (long k : ks)
+          for (const auto& q : quants)
+            for (const auto& w : wires)
+              for (int c : chunks)
+                for (int pb : pulls)
+                  for (bool fq : fqs)
+                    for (bool frp : frps)
+                      for (int b : bands)
+                        for (const auto& pub : pubs)
+                          for (int sq : queues) {
+                            const bool fp8 = w != "bf16";
+                            if (fp8 && mode != "fused-sdma") continue;  // the benchmark refuses the fp8 wire elsewhere
+                            json p{{"mode", mode}, {"m", m}, {"n", n}, {"k", k}, {"quant", q}, {"world_size", opt.nproc}};
+                            p["gather_dtype"] = fp8 ? "fp8" : "bf16";
+                            if (fp8) p["gather_transport"] = w == "fp8-lsa" ? "lsa" : "sdma";
+                            if (c > 0) p["chunks"] = c;
+                            if (pb > 0 && w == "fp8-lsa") p["pull_blocks"] = pb;
+                            p["fuse_quantize"] = fp8 && fq;
+                            const bool push = frp && mode == "fused-sdma" && !fp8;
+                            if (push) {
+                              p["fuse_reduce_push"] = true;
+                              if (b > 0) p["gather_bands"] = b;
+                              if (!pub.empty()) p["publish"] = pub;
+                            }
+                            if (sq > 0) p["sdma_queues"] = sq;
+                            auto run = make_run(opt, p, extra);
+                            run.params["table"] = table;
+                            if (seen.insert(run.key).second) runs.push_back(std::move(run));
+                          }
+  return runs;
+}
+
+MoriRun sdma_check_run(const MoriOptions& opt) {
+  json p{{"mode", "fused-sdma"}, {"m", 2048}, {"n", 7168}, {"k", 2048}, {"quant", "blockscale"}, {"world_size", opt.nproc},
+         {"gather_dtype", "bf16"}, {"fuse_quantize", false}};
+  auto r = make_run(opt, p, {});
+  r.params["table"] = "sdma-check";
+  return r;
+}
+
+RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeout_s, std::ostream* log) {
+  RunOutcome out;
+  int fd[2];
+  if (pipe(fd) != 0) throw std::runtime_error(fmt::format("pipe failed: {}", std::strerror(errno)));
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(fd[1], 1);
+    dup2(fd[1], 2);
+    close(fd[0]);
+    close(fd[1]);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+      std::fprintf(stderr, "cannot enter %s: %s\n", cwd.c_str(), std::strerror(errno));
+      _exit(126);
+    }
+    for (const auto& [k, v] : run.env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : run.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cannot execute %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also from the parent: no race with the first kill
+  close(fd[1]);
+  fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK);
+  std::string buf;
+  std::deque<std::string> tail;
+  std::set<std::string> seen;
+  auto on_line = [&](const std::string& l) {
+    if (log) *log << l << "\n";
+    tail.push_back(l);
+    if (tail.size() > 20) tail.pop_front();
+    const auto at = l.find("RESULT_JSON");
+    if (at == std::string::npos) return;
+    const auto brace = l.find('{', at);
+    if (brace == std::string::npos) return;
+    try {
+      json j = json::parse(l.substr(brace));
+      if (j.is_object() && seen.insert(j.dump()).second) out.results.push_back(std::move(j));
+    } catch (const json::parse_error&) {
+      tail.push_back("(malformed RESULT_JSON line above)");
+    }
+  };
+  bool eof = false, killed = false;
+  double kill_at = -1;
+  int status = 0;
+  bool reaped = false;
+  while (!(eof && reaped)) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!killed && (el > timeout_s || g_signal)) {
+      out.timed_out = !g_signal;
+      kill(-pid, SIGTERM);
+      killed = true;
+      kill_at = el + 3;
+    } else if (killed && kill_at > 0 && el > kill_at) {
+      kill(-pid, SIGKILL);
+      kill_at = -1;
+    }
+    if (!eof) {
+      pollfd p{fd[0], POLLIN, 0};
+      poll(&p, 1, 100);
+      char chunk[4096];
+      for (;;) {
+        const ssize_t n = read(fd[0], chunk, sizeof chunk);
+        if (n > 0) {
+          buf.append(chunk, size_t(n));
+          size_t nl;
+          while ((nl = buf.find('\n')) != std::string::npos) {
+            on_line(buf.substr(0, nl));
+            buf.erase(0, nl + 1);
+          }
+          continue;
+        }
+        if (n == 0) eof = true;
+        break;
+      }
+      // A grandchild holding the pipe after the launcher exited: stop reading once killed and reaped.
+      if (reaped && killed) eof = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!reaped) {
+      const pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) {
+        reaped = true;  // the launcher is gone; keep reading until its group closes the pipe (or the timeout)
+      }
+    }
+    if (reaped && !eof) {
+      const double el2 = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (el2 > timeout_s && !killed) {
+        out.timed_out = true;
+        kill(-pid, SIGKILL);
+        killed = true;
+      }
+    }
+  }
+  if (!buf.empty()) on_line(buf);
+  close(fd[0]);
+  kill(-pid, SIGKILL);  // leftover ranks of the group, if any (ESRCH otherwise)
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  out.tail.assign(tail.begin(), tail.end());
+  if (out.exit_code == 127 && out.results.empty())
+    throw std::runtime_error(fmt::format("cannot execute '{}' (exit 127): {}", run.argv.at(0), out.tail.empty() ? "" : out.tail.back()));
+  if (g_signal) out.failure = "interrupted";
+  else if (out.timed_out) out.failure = fmt::format("timeout after {:.0f} s (process group killed)", timeout_s);
+  else if (out.exit_code != 0) out.failure = fmt::format("crash: exit code {}{}", out.exit_code, out.results.empty() ? ", no RESULT_JSON" : "");
+  else if (out.results.empty()) out.failure = "no RESULT_JSON line in the output";
+  else {
+    for (const auto& r : out.results) {
+      if (r.contains("validated") && r["validated"].is_boolean() && !r["validated"].get<bool>()) {
+        out.failure = fmt::format("not validated (rel_l2 {})", r.contains("rel_l2") ? r["rel_l2"].dump() : "?");
+        break;
+      }
+      if (r.contains("rel_l2") && r["rel_l2"].is_number() && !(r["rel_l2"].get<double>() <= kMovedNothingRelL2)) {
+        out.failure = fmt::format("rel_l2 {} > {}: the collective moved nothing (a build without the SDMA path?)", r["rel_l2"].dump(),
+                                  kMovedNothingRelL2);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+json host_info() {
+  json h;
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  h["hostname"] = name;
+  std::string rocm = capture({"hipconfig", "--version"});
+  if (rocm.empty()) {
+    std::ifstream f("/opt/rocm/.info/version");
+    std::getline(f, rocm);
+  }
+  h["rocm"] = rocm.empty() ? json() : json(rocm);
+  utsname u{};
+  if (uname(&u) == 0) h["kernel"] = std::string(u.release);
+  return h;
+}
+
+namespace {
+
+/// Append one line to the output and make it durable (flush + fsync).
+void append_line(const std::string& path, const json& j) {
+  const std::string text = j.dump() + "\n";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot open '{}' for appending: {}", path, std::strerror(errno)));
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = write(fd, text.data() + off, text.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      close(fd);
+      throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+    }
+    off += size_t(n);
+  }
+  fsync(fd);
+  close(fd);
+}
+
+/// Keys of runs with a usable record in an existing output; repairs a torn last line (an
+/// interrupted write) by ending the file with a newline so appended records stay one per line.
+std::set<std::string> done_runs(const std::string& path, std::ostream& msg) {
+  std::set<std::string> done;
+  std::ifstream in(path);
+  if (!in) return done;
+  std::string line;
+  int n = 0;
+  bool last_newline = true;
+  {
+    std::ifstream b(path, std::ios::binary);
+    b.seekg(0, std::ios::end);
+    if (b.tellg() > 0) {
+      b.seekg(-1, std::ios::end);
+      char c = 0;
+      b.get(c);
+      last_newline = c == '\n';
+    }
+  }
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error&) {
+      msg << fmt::format("resume: {}:{}: ignoring a torn or malformed line\n", path, n);
+      continue;
+    }
+    if (!j.is_object() || !j.contains("run_key") || !j["run_key"].is_string()) continue;
+    if (j.contains("failure") && !j["failure"].is_null()) continue;  // failed runs are retried
+    done.insert(j["run_key"].get<std::string>());
+  }
+  if (!last_newline) {
+    std::ofstream(path, std::ios::app) << "\n";
+    msg << fmt::format("resume: {}: the last line was cut off by the interruption; it is ignored\n", path);
+  }
+  return done;
+}
+
+std::string git_commit() {
+  const std::string s = capture({"git", "rev-parse", "--short=12", "HEAD"});
+  return s.empty() ? "unknown" : s;
+}
+
+}  // namespace
+
+int run_mori_sweep(const MoriOptions& opt) {
+  std::ostream& msg = opt.progress ? *opt.progress : std::cerr;
+  if (opt.mori_dir.empty() || !fs::is_directory(opt.mori_dir))
+    throw std::runtime_error(fmt::format("--mori-dir '{}' is not a directory (a mori checkout built with BUILD_CCO_SDMA=ON)", opt.mori_dir));
+  if (!fs::exists(fs::path(opt.mori_dir) / kBenchGemmArPath))
+    throw std::runtime_error(fmt::format("'{}' has no {}: is it a mori checkout?", opt.mori_dir, kBenchGemmArPath));
+  YAML::Node sweep;
+  try {
+    sweep = YAML::LoadFile(opt.sweep_path);
+  } catch (const YAML::BadFile&) {
+    throw FileError(opt.sweep_path, 0, "", "cannot open sweep file");
+  } catch (const YAML::Exception& e) {
+    throw FileError(opt.sweep_path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  const auto runs = expand_sweep(sweep, opt.sweep_path, opt);
+  const std::string commit = opt.commit.empty() ? git_commit() : opt.commit;
+  const json host = host_info();
+  std::set<std::string> done;
+  if (opt.resume) done = done_runs(opt.out, msg);
+  else if (fs::exists(opt.out) && fs::file_size(opt.out) > 0)
+    msg << fmt::format("note: appending to the existing {} (pass --resume to skip runs already in it)\n", opt.out);
+  std::ofstream log(opt.out + ".log", std::ios::app);
+  g_signal = 0;
+  struct sigaction sa{}, old_int{}, old_term{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  struct Restore {
+    struct sigaction a, b;
+    ~Restore() {
+      sigaction(SIGINT, &a, nullptr);
+      sigaction(SIGTERM, &b, nullptr);
+    }
+  } restore{old_int, old_term};
+
+  auto record = [&](const MoriRun& run, const RunOutcome& o) {
+    auto base = [&](json j) {
+      j["run_key"] = run.key;
+      j["table"] = run.params.value("table", "");
+      j["command"] = run.command;
+      j["argv"] = run.argv;
+      j["env"] = run.env;
+      j["host"] = host;
+      j["date"] = utc_now();
+      j["fusesim_commit"] = commit;
+      j["sweep"] = opt.sweep_path;
+      j["wall_s"] = std::round(o.seconds * 100) / 100;
+      return j;
+    };
+    if (o.failure.empty()) {
+      for (const auto& r : o.results) {
+        json j = r;
+        if (!j.contains("pull_blocks") && run.params.contains("pull_blocks")) j["pull_blocks"] = run.params["pull_blocks"];
+        append_line(opt.out, base(j));
+      }
+    } else {
+      json j = run.params;
+      j.erase("table");
+      if (!o.results.empty())
+        for (auto it = o.results.front().begin(); it != o.results.front().end(); ++it) j[it.key()] = it.value();
+      j["failure"] = o.failure;
+      j["exit_code"] = o.exit_code;
+      j["output_tail"] = o.tail;
+      append_line(opt.out, base(j));
+    }
+  };
+
+  // 1. The SDMA check.
+  const auto chk = sdma_check_run(opt);
+  msg << fmt::format("SDMA check: {}\n", chk.command);
+  if (log) log << "### " << utc_now() << " SDMA check: " << chk.command << "\n";
+  const auto co = run_command(chk, opt.mori_dir, opt.timeout_s, log ? &log : nullptr);
+  if (g_signal) return 130;
+  if (!co.failure.empty()) {
+    msg << fmt::format(
+        "REFUSED: the SDMA check failed: {}.\n"
+        "  A mori built without BUILD_CCO_SDMA=ON has no SDMA queues: every put silently moves nothing, the\n"
+        "  all-reduce returns mostly the local slice and the fused path measures faster than it is.\n"
+        "  Rebuild with `BUILD_CCO_SDMA=ON pip install .` in {} and run the sweep again.\n",
+        co.failure, opt.mori_dir);
+    for (const auto& l : co.tail) msg << "  | " << l << "\n";
+    return 3;
+  }
+  msg << fmt::format("SDMA check passed: {:.1f} us, rel_l2 {} ({:.1f} s)\n", co.results.front().value("max_rank_time_us", 0.0),
+                     co.results.front().contains("rel_l2") ? co.results.front()["rel_l2"].dump() : "?", co.seconds);
+  record(chk, co);
+
+  // 2. The sweep.
+  std::vector<const MoriRun*> todo;
+  for (const auto& r : runs)
+    if (!done.count(r.key)) todo.push_back(&r);
+  if (opt.resume) msg << fmt::format("resume: {} of {} runs already in {}; {} to go\n", runs.size() - todo.size(), runs.size(), opt.out, todo.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  int failed = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (opt.pause_s > 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(opt.pause_s);
+      while (std::chrono::steady_clock::now() < until && !g_signal) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (g_signal) break;
+    const auto& run = *todo[i];
+    msg << fmt::format("[run {} of {}] {}\n", i + 1, todo.size(), run.command);
+    if (log) log << "### " << utc_now() << " " << run.command << "\n";
+    const auto o = run_command(run, opt.mori_dir, opt.timeout_s, log ? &log : nullptr);
+    if (g_signal) break;
+    record(run, o);
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left = el / double(i + 1) * double(todo.size() - i - 1);
+    if (o.failure.empty())
+      msg << fmt::format("[run {} of {}] {:.1f} us (validated), elapsed {}, about {} left\n", i + 1, todo.size(),
+                         o.results.front().value("max_rank_time_us", 0.0), hms(el), hms(left));
+    else {
+      ++failed;
+      msg << fmt::format("[run {} of {}] FAILED: {}, elapsed {}, about {} left\n", i + 1, todo.size(), o.failure, hms(el), hms(left));
+    }
+  }
+  if (g_signal) {
+    msg << fmt::format("interrupted: {} keeps what was measured; run again with --resume\n", opt.out);
+    return 130;
+  }
+  msg << fmt::format("done: {} runs, {} failed (recorded with their reason, never fitted); output {}\n", todo.size(), failed, opt.out);
+  return failed ? 1 : 0;
+}
+
+}  // namespace fusesim::calibrate

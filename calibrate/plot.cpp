@@ -1,0 +1,321 @@
+#include "calibrate/plot.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace fusesim::calibrate {
+namespace fs = std::filesystem;
+
+extern "C" char** environ;
+
+namespace {
+
+bool is_number(const std::string& s, double* out = nullptr) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return false;
+  if (out) *out = v;
+  return std::isfinite(v);
+}
+
+std::string scalar(const YAML::Node& n) {
+  if (!n) return "";
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+std::string safe_name(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return o.empty() ? "table" : o;
+}
+
+std::string csv_quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string gp_quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o + "\"";
+}
+
+/// Series label: the parameters other than x that vary within the table.
+std::string series_of(const FitPoint& p, const std::string& x, const std::vector<std::string>& varying) {
+  std::string s;
+  for (const auto& k : varying) {
+    if (k == x || !p.params[k]) continue;
+    s += (s.empty() ? "" : " ") + k + "=" + scalar(p.params[k]);
+  }
+  return s.empty() ? "model" : s;
+}
+
+bool find_in_path(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return access(exe.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "");
+  std::string dir;
+  while (std::getline(ss, dir, ':'))
+    if (!dir.empty() && access((dir + "/" + exe).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+/// Run `exe script` with stdout/stderr appended to `log`; returns the exit status (-1 on spawn failure).
+int run_gnuplot(const std::string& exe, const std::string& script, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<std::string> args{exe, script};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+}
+
+}  // namespace
+
+std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric) {
+  if (numeric) *numeric = false;
+  if (pts.size() < 2) return "";
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const auto* p : pts)
+    if (p->params.IsMap())
+      for (auto it = p->params.begin(); it != p->params.end(); ++it)
+        if (seen.insert(it->first.as<std::string>()).second) keys.push_back(it->first.as<std::string>());
+  std::string first_any;
+  for (const auto& k : keys) {
+    std::set<std::string> vals;
+    bool all_num = true;
+    for (const auto* p : pts) {
+      const std::string v = scalar(p->params[k]);
+      vals.insert(v);
+      all_num = all_num && is_number(v);
+    }
+    if (vals.size() < 2) continue;
+    if (all_num) {
+      if (numeric) *numeric = true;
+      return k;
+    }
+    if (first_any.empty()) first_any = k;
+  }
+  return first_any;
+}
+
+PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts, const std::vector<double>& predicted_us,
+                       const std::vector<bool>& held_out, const PlotOptions& opt) {
+  PlotReport rep;
+  std::error_code ec;
+  fs::create_directories(opt.dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create plot folder '{}': {}", opt.dir, ec.message()));
+  rep.gnuplot_found = find_in_path(opt.gnuplot);
+  if (!rep.gnuplot_found)
+    rep.messages.push_back(fmt::format("gnuplot not found ('{}' is not in PATH; Debian package gnuplot-nox): wrote the CSV "
+                                       "tables only, no PNG/SVG",
+                                       opt.gnuplot));
+  // Tables in order of first appearance.
+  std::vector<std::string> tables;
+  std::map<std::string, std::vector<size_t>> rows;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (!rows.count(pts[i].table)) tables.push_back(pts[i].table);
+    rows[pts[i].table].push_back(i);
+  }
+  for (const auto& table : tables) {
+    const auto& idx = rows[table];
+    std::vector<const FitPoint*> totals;
+    for (size_t i : idx)
+      if (pts[i].phase.empty()) totals.push_back(&pts[i]);
+    bool numeric = false;
+    const std::string x = varying_param(totals, &numeric);
+    // Every parameter that varies (for series labels).
+    std::vector<std::string> varying;
+    {
+      std::vector<const FitPoint*> rest = totals;
+      std::set<std::string> keys;
+      for (const auto* p : rest)
+        if (p->params.IsMap())
+          for (auto it = p->params.begin(); it != p->params.end(); ++it) keys.insert(it->first.as<std::string>());
+      for (const auto& k : keys) {
+        std::set<std::string> vals;
+        for (const auto* p : rest) vals.insert(scalar(p->params[k]));
+        if (vals.size() > 1) varying.push_back(k);
+      }
+    }
+    const std::string base = (fs::path(opt.dir) / (opt.prefix + safe_name(table))).string();
+    // The table.
+    std::ostringstream csv;
+    csv << "id,series,x_param,x,phase,measured_us,predicted_us,error_pct,held_out,source\n";
+    std::vector<std::string> series_order;
+    std::map<std::string, std::vector<size_t>> series_rows;
+    for (size_t i : idx) {
+      const auto& p = pts[i];
+      const std::string xs = x.empty() ? "" : scalar(p.params[x]);
+      const std::string ser = series_of(p, x, varying);
+      const double err = (predicted_us[i] - p.measured_us) / p.measured_us * 100;
+      csv << fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{},{}\n", csv_quote(p.id), csv_quote(ser), x, xs, p.phase, p.measured_us,
+                         predicted_us[i], err, held_out[i] ? 1 : 0, csv_quote(p.source));
+      if (p.phase.empty()) {
+        if (!series_rows.count(ser)) series_order.push_back(ser);
+        series_rows[ser].push_back(i);
+      }
+    }
+    write_text(base + ".csv", csv.str());
+    rep.csv_files.push_back(base + ".csv");
+    if (totals.empty()) continue;
+    // Data blocks for gnuplot: per series, fitted and held-out points; the dense curve.
+    std::ostringstream dat;
+    std::vector<std::string> plot_cmds;
+    const bool categorical = !numeric;
+    std::vector<std::string> xtics;
+    int cat = 0;
+    int block = 0;
+    std::ostringstream curve_csv;
+    curve_csv << "series,x_param,x,predicted_us\n";
+    for (size_t s = 0; s < series_order.size(); ++s) {
+      const auto& ser = series_order[s];
+      auto ids = series_rows[ser];
+      if (numeric)
+        std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) {
+          return std::stod(scalar(pts[a].params[x])) < std::stod(scalar(pts[b].params[x]));
+        });
+      std::ostringstream fitted, held, pred;
+      int nf = 0, nh = 0;
+      for (size_t i : ids) {
+        std::string xv;
+        if (categorical) {
+          xv = std::to_string(cat);
+          std::string label = pts[i].id.substr(pts[i].id.rfind('/') == std::string::npos ? 0 : pts[i].id.rfind('/') + 1);
+          xtics.push_back(fmt::format("{} {}", gp_quote(label), cat));
+          ++cat;
+        } else {
+          xv = scalar(pts[i].params[x]);
+        }
+        (held_out[i] ? held : fitted) << xv << " " << pts[i].measured_us << "\n";
+        (held_out[i] ? nh : nf)++;
+        pred << xv << " " << predicted_us[i] << "\n";
+      }
+      // Dense prediction along x for this series.
+      std::ostringstream dense;
+      int nd = 0;
+      if (numeric && !ids.empty()) {
+        double lo = 1e300, hi = -1e300;
+        bool integer = true;
+        for (size_t i : ids) {
+          const double v = std::stod(scalar(pts[i].params[x]));
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+          integer = integer && pts[i].params[x].Scalar().find_first_of(".eE") == std::string::npos;
+        }
+        if (hi > lo) {
+          const bool logx = lo > 0 && hi / lo >= 4;
+          std::vector<FitPoint> trial;
+          std::vector<double> xsv;
+          for (int j = 0; j < opt.dense_points; ++j) {
+            const double t = double(j) / (opt.dense_points - 1);
+            double v = logx ? lo * std::pow(hi / lo, t) : lo + (hi - lo) * t;
+            if (integer) v = std::round(v);
+            if (!xsv.empty() && v == xsv.back()) continue;
+            xsv.push_back(v);
+          }
+          for (double v : xsv) {
+            FitPoint fp = pts[ids.front()];
+            fp.params = YAML::Clone(fp.params);
+            if (integer) fp.params[x] = static_cast<int64_t>(v);
+            else fp.params[x] = v;
+            try {
+              const double y = predict(hw, {fp}).at(0);
+              dense << v << " " << y << "\n";
+              curve_csv << fmt::format("{},{},{},{:.4f}\n", csv_quote(ser), x, v, y);
+              ++nd;
+            } catch (const std::exception&) {
+              // a trial the model refuses (e.g. an invalid combination): no point there
+            }
+          }
+        }
+      }
+      const std::string title = ser == "model" ? "" : ser;
+      auto add_block = [&](const std::string& data, int n, const std::string& style, const std::string& what) {
+        if (n == 0) return;
+        dat << "$B" << block << " << EOD\n" << data << "EOD\n";
+        plot_cmds.push_back(fmt::format("$B{} using 1:2 {} title {}", block, style, gp_quote(what + (title.empty() ? "" : " (" + title + ")"))));
+        ++block;
+      };
+      const int lc = int(s) + 1;
+      if (nd > 1) add_block(dense.str(), nd, fmt::format("with lines lw 2 lc {}", lc), "predicted");
+      else add_block(pred.str(), int(ids.size()), fmt::format("with points pt 2 ps 1.5 lc {}", lc), "predicted");
+      add_block(fitted.str(), nf, fmt::format("with points pt 7 ps 1.3 lc {}", lc), opt.measured_label);
+      add_block(held.str(), nh, fmt::format("with points pt 6 ps 2.0 lw 2 lc {}", lc), "measured (held out)");
+    }
+    if (numeric) {
+      write_text(base + ".curve.csv", curve_csv.str());
+      rep.csv_files.push_back(base + ".curve.csv");
+    }
+    std::ostringstream gp;
+    gp << "# generated by fusesim: " << table << "\n" << dat.str();
+    gp << "set title " << gp_quote(opt.prefix + table) << "\nset ylabel \"time (us)\"\nset grid\nset key below\n";
+    if (numeric) {
+      gp << "set xlabel " << gp_quote(x) << "\n";
+      double lo = 1e300, hi = -1e300;
+      for (const auto* p : totals) {
+        const double v = std::stod(scalar(p->params[x]));
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+      if (lo > 0 && hi / lo >= 4) gp << "set logscale x 2\n";
+      gp << "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n";
+    } else {
+      gp << "set xtics rotate by -30 (";
+      for (size_t i = 0; i < xtics.size(); ++i) gp << (i ? ", " : "") << xtics[i];
+      gp << ")\nset xrange [-0.5:" << cat - 0.5 << "]\nset offsets 0, 0, graph 0.1, graph 0.1\n";
+    }
+    std::string plot = "plot ";
+    for (size_t i = 0; i < plot_cmds.size(); ++i) plot += (i ? ", \\\n     " : "") + plot_cmds[i];
+    gp << "set terminal pngcairo size 1000,700 noenhanced\nset output " << gp_quote(base + ".png") << "\n" << plot << "\n";
+    gp << "set terminal svg size 1000,700 noenhanced\nset output " << gp_quote(base + ".svg") << "\n" << plot << "\nunset output\n";
+    write_text(base + ".gp", gp.str());
+    if (!rep.gnuplot_found) continue;
+    const int rc = run_gnuplot(opt.gnuplot, base + ".gp", base + ".gnuplot.log");
+    if (rc != 0) {
+      rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
+      continue;
+    }
+    fs::remove(base + ".gnuplot.log", ec);
+    rep.image_files.push_back(base + ".png");
+    rep.image_files.push_back(base + ".svg");
+  }
+  return rep;
+}
+
+}  // namespace fusesim::calibrate
