@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "calibrate/measurements.hpp"
+#include "calibrate/plot.hpp"
 #include "models/cli/hooks.hpp"
 #include "models/params.hpp"
 #include "models/scenario.hpp"
@@ -58,9 +60,11 @@ void register_all(CLI::App& app) {
   });
 
   auto check_args = std::make_shared<std::vector<std::string>>();
+  auto check_plot = std::make_shared<std::string>();
   auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
   check->add_option("scenarios", *check_args, "scenario YAML files")->required()->check(CLI::ExistingFile);
-  check->callback([check_args] {
+  check->add_option("--plot", *check_plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
+  check->callback([check_args, check_plot] {
     int bad = 0, compared = 0;
     for (const auto& path : *check_args) {
       auto sc = models::Scenario::load(path);
@@ -83,6 +87,18 @@ void register_all(CLI::App& app) {
                  s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
                  s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()), here);
       bad += here;
+      if (!check_plot->empty()) {
+        const auto pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
+        if (!pts.empty()) {
+          calibrate::PlotOptions po;
+          po.dir = *check_plot;
+          po.prefix = sc.name + "__";
+          po.measured_label = "measured";
+          const auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
+          for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
+          fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
+        }
+      }
     }
     if (bad) throw CLI::RuntimeError(fmt::format("{} of {} compared cases outside tolerance", bad, compared), 2);
   });
