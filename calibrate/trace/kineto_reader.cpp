@@ -174,15 +174,15 @@ class KinetoSax {
 
   bool null() { return scalar_other(); }
   bool boolean(bool) { return scalar_other(); }
-  bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v), v, true); }
+  bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v), v); }
   bool number_unsigned(json::number_unsigned_t v) {
     auto i = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
                  ? std::numeric_limits<int64_t>::max()
                  : static_cast<int64_t>(v);
-    return number(static_cast<double>(v), i, true);
+    return number(static_cast<double>(v), i);
   }
   bool number_float(json::number_float_t v, const std::string&) {
-    return number(v, static_cast<int64_t>(v), false);
+    return number(v, static_cast<int64_t>(v));
   }
   bool binary(json::binary_t&) { return scalar_other(); }
 
@@ -443,7 +443,7 @@ class KinetoSax {
     return true;
   }
 
-  bool number(double d, int64_t i, bool is_int) {
+  bool number(double d, int64_t i) {
     if (skip_) return true;
     if (stack_.empty()) fail("the trace must be a JSON object or array, found a number");
     switch (stack_.back()) {
@@ -480,7 +480,6 @@ class KinetoSax {
         break;
       default: break;
     }
-    (void)is_int;
     return true;
   }
 

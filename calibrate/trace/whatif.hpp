@@ -20,8 +20,11 @@ using GemmArPredictor = std::function<double(int64_t m, int64_t n, int64_t k, in
 /**
  * The predictor the CLI uses for `trace whatif --fuse-gemm-ar --hw FILE`. The definition in this
  * library is weak and throws std::runtime_error("... not yet wired ..."); the model owner links a
- * strong definition (same signature, in any object of the final binary) that loads the hardware
- * file at hw_path and returns the fused model's prediction.
+ * strong definition (same signature) that loads the hardware file at hw_path and returns the
+ * fused model's prediction. Linking: the weak definition sits alone in its object file of the static
+ * library, so a strong one wins when it is in an object the linker loads anyway — a source of the
+ * executable, or an object of a library that main() already pulls in; a strong definition alone in
+ * a static-library member nobody else references is never loaded.
  */
 GemmArPredictor default_gemm_ar_predictor(const std::string& hw_path);
 
