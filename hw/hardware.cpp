@@ -1,6 +1,7 @@
 #include "hw/hardware.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -169,6 +170,40 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
     const YAML::Node& node = it->second;
     if (top == "name") { hw.name_ = scalar(node, path, top); continue; }
     if (top == "description") { hw.description_ = scalar(node, path, top); continue; }
+    if (top == "tables") {
+      if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected {name: {file, kind, source}, ...}");
+      for (auto t = node.begin(); t != node.end(); ++t) {
+        const std::string tn = t->first.as<std::string>();
+        const YAML::Node& tv = t->second;
+        const std::string key = "tables." + tn;
+        if (!tv.IsMap() || !tv["file"] || !tv["kind"] || !tv["source"])
+          throw FileError(path, line_of(tv), key, "expected {file: PATH, kind: measured, source: TEXT}");
+        Table tab;
+        tab.name = tn;
+        tab.line = line_of(tv);
+        tab.source = scalar(tv["source"], path, key + ".source");
+        auto kind = parse_provenance(scalar(tv["kind"], path, key + ".kind"));
+        if (!kind) throw FileError(path, line_of(tv["kind"]), key, "kind must be spec, measured, library, derived or fitted");
+        tab.kind = *kind;
+        namespace fs = std::filesystem;
+        tab.file = (fs::path(path).parent_path() / scalar(tv["file"], path, key + ".file")).lexically_normal().string();
+        std::ifstream tf(tab.file);
+        if (!tf) throw FileError(path, line_of(tv["file"]), key, "cannot open table file '" + tab.file + "'");
+        std::string ln;
+        int no = 0;
+        while (std::getline(tf, ln)) {
+          ++no;
+          if (ln.find_first_not_of(" \t\r") == std::string::npos) continue;
+          try {
+            tab.rows.push_back(nlohmann::json::parse(ln));
+          } catch (const nlohmann::json::exception& e) {
+            throw FileError(tab.file, no, key, std::string("not a JSON line: ") + e.what());
+          }
+        }
+        hw.tables_[tn] = std::move(tab);
+      }
+      continue;
+    }
     if (top == "topology") {
       if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected a mapping {gpus: N, kind: ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
@@ -281,6 +316,12 @@ void Hardware::require(const std::vector<std::string>& keys) const {
     if (!values_.count(k)) throw FileError(path_, 0, k, "required by the model but not set in this hardware file");
 }
 
+const Table& Hardware::table(const std::string& name) const {
+  auto it = tables_.find(name);
+  if (it == tables_.end()) throw std::out_of_range(fmt::format("{}: no table '{}' under tables:", path_, name));
+  return it->second;
+}
+
 int Hardware::topology_int(const std::string& key, int fallback) const {
   auto it = topology_ints_.find(key);
   return it == topology_ints_.end() ? fallback : it->second;
@@ -295,6 +336,18 @@ std::string Hardware::to_yaml() const {
   out << YAML::Key << "kind" << YAML::Value << topology_kind_;
   for (const auto& [k, v] : topology_ints_) out << YAML::Key << k << YAML::Value << v;
   out << YAML::EndMap;
+  if (!tables_.empty()) {
+    out << YAML::Key << "tables" << YAML::Value << YAML::BeginMap;
+    namespace fs = std::filesystem;
+    for (const auto& [n, t] : tables_) {
+      out << YAML::Key << n << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "file" << YAML::Value << fs::path(t.file).lexically_relative(fs::path(path_).parent_path()).string();
+      out << YAML::Key << "kind" << YAML::Value << provenance_name(t.kind);
+      out << YAML::Key << "source" << YAML::Value << YAML::DoubleQuoted << t.source;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
   // Group by section, keeping key order stable (std::map is sorted).
   std::string section;
   bool open = false;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace fusesim::hw {
 
 /// Physical quantity of a parameter; fixes which units its YAML value may carry.
@@ -74,6 +76,17 @@ struct Value {
   double fit_sigma_si = 0;               ///< 1-sigma uncertainty from the fit (SI)
 };
 
+/// A measured table a hardware file points to (JSON lines, e.g. a probe's GEMM sweep): component
+/// timings a model interpolates rather than derives (the vendor BLAS's per-call time, say).
+struct Table {
+  std::string name;
+  std::string file;        ///< resolved path of the JSON-lines file
+  Provenance kind = Provenance::Measured;
+  std::string source;
+  int line = 0;
+  std::vector<nlohmann::json> rows;  ///< one object per line of the file
+};
+
 /// Error in a hardware or scenario file; what() names file, line and key.
 class FileError : public std::runtime_error {
  public:
@@ -103,6 +116,10 @@ std::string format_quantity(Quantity q, double si);
  *     <name>: {value: "76.8GBps", kind: spec, source: "where from"}
  *   ...
  * Fitted values add: {fitted_from: [files], fitted_on: date, commit: sha, sigma: "1.2GBps"}.
+ *   tables:
+ *     gemm: {file: "../calibrate/data/h200x2/gemm.jsonl", kind: measured, source: "..."}
+ * (a table's file is relative to the hardware file's folder; unreadable or non-JSON lines are
+ * errors naming the table's file and line).
  *
  * Errors (FileError, naming file, line and key): unreadable file, YAML syntax, unknown top-level
  * key, unknown parameter key, missing value/kind/source, unknown kind, missing or wrong unit, wrong
@@ -131,6 +148,9 @@ class Hardware {
   /// Extra integer fields of `topology:` (e.g. gpus_per_pod, nics_per_node).
   int topology_int(const std::string& key, int fallback) const;
   const std::map<std::string, Value>& values() const { return values_; }
+  /// A table declared under `tables:`; std::out_of_range naming the table and file if absent.
+  const Table& table(const std::string& name) const;
+  bool has_table(const std::string& name) const { return tables_.count(name) != 0; }
   const ParamRegistry& registry() const { return *registry_; }
 
   /// Write back as YAML in the same layout (used by the calibration writer). Keeps every source.
@@ -141,6 +161,7 @@ class Hardware {
   int gpus_ = 0;
   std::map<std::string, int> topology_ints_;
   std::map<std::string, Value> values_;
+  std::map<std::string, Table> tables_;
   const ParamRegistry* registry_ = nullptr;
 };
 

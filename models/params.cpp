@@ -2,6 +2,7 @@
 
 #include "models/afd/params.hpp"
 #include "models/gemm_ar.hpp"
+#include "models/gemm_ar_live.hpp"
 
 namespace fusesim::models {
 const hw::ParamRegistry& builtin_registry() {
@@ -9,6 +10,7 @@ const hw::ParamRegistry& builtin_registry() {
     hw::ParamRegistry r;
     r.add(gemm_ar_param_decls());
     r.add(afd::afd_param_decls());
+    r.add(gemm_ar_live_param_decls());
     return r;
   }();
   return reg;

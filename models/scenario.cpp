@@ -12,6 +12,7 @@
 
 #include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
+#include "models/gemm_ar_live.hpp"
 #include "models/params.hpp"
 
 namespace fusesim::models {
@@ -177,7 +178,9 @@ Scenario Scenario::load(const std::string& path) {
 hw::Hardware load_scenario_hardware(const Scenario& sc) { return load_hardware(sc.hardware_path); }
 
 std::map<std::string, CaseRunner>& case_runners() {
-  static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}, {"afd", afd::run_afd_case}};
+  static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}, {"afd", afd::run_afd_case},
+                                                       {"gemm_ar_live", run_gemm_ar_live_case},
+                                                       {"h200_probe", run_probe_case}};
   return runners;
 }
 

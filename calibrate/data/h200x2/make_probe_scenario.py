@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Turn the H200 pair's probe sweeps (calibrate/data/h200x2/*.jsonl) into scenarios/h200x2-probes.yaml:
+copy-engine peer copies (sender-issued, one stream, one and both directions) and CU pulls (every
+sweep), each point citing its file and line. Run from the repository root."""
+import json
+
+D = 'calibrate/data/h200x2/'
+out = ['# Probe sweeps of the H200 pair as measured points for `fusesim calibrate fit` (model h200_probe).',
+       '# Generated from calibrate/data/h200x2/*.jsonl by calibrate/data/h200x2/make_probe_scenario.py; each',
+       '# value cites its file and line. Machine, date, command and commit: calibrate/data/h200x2/README.md.',
+       'scenario: h200x2-probes', 'description: "copy-engine and CU-pull probe sweeps of the lent H200 pair"',
+       'hardware: hw/h200-2gpu.yaml', 'model: h200_probe', 'tolerance_pct: 10', 'cases:']
+for i, line in enumerate(open(D + 'peer_copy.jsonl'), 1):
+    r = json.loads(line)
+    if r['issuer'] != 'src' or r['streams'] != 1:
+        continue
+    out.append(f"  - id: peer_copy/{r['direction']}/{r['size_bytes']}")
+    out.append(f"    params: {{probe: peer_copy, direction: {r['direction']}, size_bytes: {r['size_bytes']}}}")
+    out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/peer_copy.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
+for i, line in enumerate(open(D + 'cu_remote.jsonl'), 1):
+    r = json.loads(line)
+    if r['mode'] != 'pull':
+        continue
+    out.append(f"  - id: cu_pull/{r['sweep']}/{'both' if r['both'] else 'one'}/b{r['blocks']}t{r['threads']}f{r['bytes_in_flight_per_thread']}/l{i}")
+    out.append(f"    params: {{probe: cu_remote, mode: pull, both: {str(r['both']).lower()}, blocks: {r['blocks']}, threads: {r['threads']}, "
+               f"bytes_in_flight_per_thread: {r['bytes_in_flight_per_thread']}, size_bytes: {r['size_bytes']}}}")
+    out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/cu_remote.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
+open('scenarios/h200x2-probes.yaml', 'w').write('\n'.join(out) + '\n')

@@ -1,0 +1,394 @@
+#include "models/gemm_ar_live.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/flow.hpp"
+#include "sim/servers.hpp"
+#include "sim/simulation.hpp"
+
+namespace fusesim::models {
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using hw::ParamDecl;
+using hw::Quantity;
+}  // namespace
+
+std::vector<ParamDecl> gemm_ar_live_param_decls() {
+  const double G = 1e9, us = 1e-6;
+  return {
+      {"ce.peak", Quantity::Bandwidth, 1 * G, 2000 * G, "one copy-engine command's peak rate, one direction (bytes/s)"},
+      {"ce.command_latency", Quantity::Time, 0, 100 * us, "from a memcpyPeerAsync's turn on its stream to its first byte"},
+      {"ce.opposite_direction_latency", Quantity::Time, 0, 50 * us,
+       "added to a copy command's start while a copy in the opposite direction is queued or running"},
+      {"links.read_request_cost", Quantity::Ratio, 0, 1,
+       "reverse-direction link bytes per payload byte of CU remote loads (read requests)"},
+      {"ce.fabric_cost", Quantity::Ratio, 0.0, 8.0, "HBM bytes a copy-engine byte costs at each end, relative to a kernel's byte"},
+      {"sync.event_wait_cross_gpu", Quantity::Time, 0, 100 * us, "a stream waiting on an event recorded on another GPU"},
+      {"sync.event_wait_same_gpu", Quantity::Time, 0, 100 * us, "a stream waiting on an event of another stream of the same GPU"},
+      {"gemm.hbm_traffic_factor", Quantity::Ratio, 0.1, 100, "HBM bytes a BLAS GEMM moves per byte of its operands and output"},
+      {"lsa.issue_time_per_16B", Quantity::Time, 0, 10 * us,
+       "added to a CU remote load's round trip per 16 bytes a lane keeps in flight (its loads issue one after another)"},
+      {"lsa.push_store_latency", Quantity::Time, 0.01 * us, 50 * us, "CU remote stores: bytes in flight / rate (Little's law)", false},
+  };
+}
+
+double blas_gemm_time(const hw::Hardware& hw, int64_t m, int64_t n, int64_t k) {
+  std::vector<std::pair<double, double>> pts;  // (m, seconds)
+  for (const auto& row : hw.table("gemm").rows) {
+    if (row.value("probe", "") != "gemm" || row.value("dtype", "") != "bf16" || row.value("sweep", "") != "m") continue;
+    if (row.value("n", 0) != n || row.value("k", 0) != k || row.value("bands", 1) != 1) continue;
+    pts.push_back({row["m"].get<double>(), row["time_us"].get<double>() * 1e-6});
+  }
+  if (pts.size() < 2)
+    throw std::out_of_range(fmt::format("{}: table 'gemm' has no bf16 M sweep at N={}, K={}", hw.path(), n, k));
+  std::sort(pts.begin(), pts.end());
+  const double x = double(m);
+  if (x <= pts.front().first) return pts.front().second;
+  if (x >= pts.back().first) return pts.back().second * x / pts.back().first;
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (x <= pts[i].first) {
+      const auto [x0, y0] = pts[i - 1];
+      const auto [x1, y1] = pts[i];
+      const double t = std::log(x / x0) / std::log(x1 / x0);
+      return std::exp(std::log(y0) + t * (std::log(y1) - std::log(y0)));
+    }
+  return pts.back().second;
+}
+
+namespace {
+
+/// A GPU group of the live program on the engine.
+class LiveNode {
+ public:
+  LiveNode(const hw::Hardware& hw, int ws, sim::Simulation& sim, sim::FlowNetwork& net) : hw(hw), sim(sim), net(net), ws(ws) {
+    for (int r = 0; r < ws; ++r) mem.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), hw.get("memory.fabric_bandwidth")));
+    link.assign(ws, std::vector<sim::ResourceId>(ws, -1));
+    copy.resize(ws);
+    for (int s = 0; s < ws; ++s) {
+      copy[s].resize(ws);
+      for (int d = 0; d < ws; ++d) {
+        if (s == d) continue;
+        link[s][d] = net.add_resource(fmt::format("gpu{}/nvlink->{}", s, d), hw.get("links.per_direction"));
+        copy[s][d] = std::make_unique<sim::CommandQueue>(sim, fmt::format("gpu{}/copy->{}", s, d), hw.get("ce.command_latency"));
+      }
+    }
+  }
+
+  /// memcpyPeerAsync of `bytes` from s to d on s's copy stream for d.
+  void put(int s, int d, double bytes, const std::string& label, std::function<void()> done) {
+    const double cap = hw.get("ce.peak"), fc = hw.get("ce.fabric_cost");
+    copy[s][d]->submit(label, [this, s, d, bytes, cap, fc, label](std::function<void()> fin) {
+      const double extra = copy[d][s]->outstanding() > 0 ? hw.get_or("ce.opposite_direction_latency", 0.0) : 0.0;
+      net.start({.name = label, .bytes = bytes, .path = {{mem[s], fc}, {link[s][d], 1.0}, {mem[d], fc}}, .rate_cap_Bps = cap,
+                 .start_latency = extra, .share = cap, .lane = copy[s][d]->name() + " data", .on_done = std::move(fin)});
+    }, std::move(done));
+  }
+
+  /// One BLAS GEMM call of [rows, n] x k on rank r: an HBM flow capped at the table's rate.
+  void gemm(int r, int64_t rows, int64_t n, int64_t k, const std::string& label, std::function<void()> done) {
+    const double t = blas_gemm_time(hw, rows, n, k);
+    const double bytes = hw.get("gemm.hbm_traffic_factor") * 2.0 * (double(rows) * k + double(n) * k + double(rows) * n);
+    const double cap = bytes / t;
+    net.start({.name = label, .bytes = bytes, .path = {{mem[r], 1.0}}, .rate_cap_Bps = cap, .share = cap,
+               .lane = fmt::format("gpu{}/sm", r), .on_done = std::move(done)});
+  }
+
+  /// A kernel streaming `bytes` through rank r's HBM after the back-to-back launch gap.
+  void stream(int r, double bytes, const std::string& label, std::function<void()> done) {
+    const double f = hw.get("memory.fabric_bandwidth");
+    net.start({.name = label, .bytes = bytes, .path = {{mem[r], 1.0}}, .start_latency = hw.get("kernel.launch_gap"), .share = f,
+               .lane = fmt::format("gpu{}/sm", r), .on_done = std::move(done)});
+  }
+
+  /// Rate (bytes/s) of CU remote loads, Little's law: lanes x bytes in flight per lane over a round
+  /// trip that grows with the bytes each lane issues (L = L0 + per_thread/16 x issue time).
+  double pull_rate(double lanes, double per_thread) const {
+    const double L = hw.get("lsa.remote_read_latency") + per_thread / 16.0 * hw.get_or("lsa.issue_time_per_16B", 0.0);
+    return lanes * per_thread / L;
+  }
+
+  /// A kernel on rank r loading `bytes` from peer p through peer pointers (blocks x threads lanes,
+  /// `per_thread` bytes in flight each), writing them (write_factor) to r's HBM.
+  void pull(int r, int p, double bytes, int blocks, int threads, double per_thread, double write_factor, const std::string& label,
+            std::function<void()> done, double delay = -1) {
+    const double cap = pull_rate(double(blocks) * threads, per_thread);
+    net.start({.name = label, .bytes = bytes,
+               .path = {{mem[p], 1.0}, {link[p][r], 1.0 / hw.get("links.read_efficiency")},
+                        {link[r][p], hw.get_or("links.read_request_cost", 0.0)}, {mem[r], write_factor}},
+               .rate_cap_Bps = cap, .start_latency = delay >= 0 ? delay : hw.get("kernel.launch_gap"), .share = cap,
+               .lane = fmt::format("gpu{}/sm", r), .on_done = std::move(done)});
+  }
+
+  const hw::Hardware& hw;
+  sim::Simulation& sim;
+  sim::FlowNetwork& net;
+  int ws;
+  std::vector<sim::ResourceId> mem;
+  std::vector<std::vector<sim::ResourceId>> link;
+  std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> copy;
+};
+
+/// Calls fn after n calls of the returned function.
+std::function<void()> after_n(int n, std::function<void()> fn) {
+  auto left = std::make_shared<int>(n);
+  return [left, fn] {
+    if (--*left == 0) fn();
+  };
+}
+
+}  // namespace
+
+LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, sim::TraceSink* trace) {
+  static const std::set<std::string> modes{"gemm-only", "split", "overlapped", "lsa"};
+  if (!modes.count(c.mode)) throw std::invalid_argument(fmt::format("mode: unknown '{}' (expected gemm-only, split, overlapped or lsa)", c.mode));
+  if (c.world_size < 2 || c.world_size > hw.gpus())
+    throw std::invalid_argument(fmt::format("world_size: {} (the hardware file '{}' has {} GPUs)", c.world_size, hw.name(), hw.gpus()));
+  if (c.bands < c.world_size || c.bands % c.world_size) throw std::invalid_argument("bands: must be a positive multiple of world_size");
+  if (c.m % c.bands || c.m % c.world_size) throw std::invalid_argument(fmt::format("m: {} is not divisible by bands {}", c.m, c.bands));
+  if (c.k < 1 || c.n < 1) throw std::invalid_argument("n, k: must be >= 1");
+  sim::Simulation sim;
+  sim.set_trace(trace);
+  sim::FlowNetwork net(sim);
+  const int ws = c.world_size;
+  LiveNode node(hw, ws, sim, net);
+  const int sms = int(hw.get("gpu.compute_units"));
+  const int reduce_blocks = c.reduce_blocks > 0 ? c.reduce_blocks : 2 * sms;
+  const int lsa_blocks = c.lsa_blocks > 0 ? c.lsa_blocks : 2 * sms;
+  (void)reduce_blocks;
+  const double slice = double(c.m / ws) * c.n * 2.0;
+  const double xgpu = hw.get("sync.event_wait_cross_gpu"), same = hw.get("sync.event_wait_same_gpu");
+  std::vector<double> end(ws, 0.0);
+  std::vector<std::map<std::string, std::pair<double, double>>> ph(ws);
+  auto mark = [&](int r, const std::string& name, double s) { ph[r][name] = {s * 1e6, sim.now() * 1e6}; };
+  // Per-rank completion events: sent[r][p] (r's scatter to p landed), reduced[r], gathered[r][p].
+  std::vector<std::vector<std::function<void()>>> on_sent(ws, std::vector<std::function<void()>>(ws));
+  std::vector<int> sent_left(ws, ws - 1), gather_left(ws, 2 * (ws - 1));
+  std::vector<double> t_gemm_end(ws, 0);
+
+  auto finish_rank = [&](int r) {
+    if (--gather_left[r] == 0) {
+      end[r] = sim.now();
+      mark(r, "gather", t_gemm_end[r] > 0 ? ph[r]["reduce"].second * 1e-6 : 0);
+    }
+  };
+  // Phase 3 (split/overlapped): after r's reduce, puts of its slice to every peer; a rank is done
+  // when its outgoing and incoming gathers have landed (incoming seen through a cross-GPU event).
+  auto gather = [&](int r) {
+    for (int p = 0; p < ws; ++p) {
+      if (p == r) continue;
+      sim.after(same, [&, r, p] {
+        node.put(r, p, slice, fmt::format("gather ->gpu{}", p), [&, r, p] {
+          finish_rank(r);
+          sim.after(xgpu, [&, p] { finish_rank(p); });
+        });
+      });
+    }
+  };
+  auto reduce_when_received = [&](int r) {
+    // r's reduce waits (cross-GPU events) for every peer's scatter into r; reads ws slices, writes one.
+    auto start_reduce = [&, r] {
+      const double t0 = sim.now();
+      node.stream(r, (ws + 1) * slice, "reduce", [&, r, t0] {
+        mark(r, "reduce", t0);
+        gather(r);
+      });
+    };
+    return after_n(ws - 1, [&, start_reduce] { sim.after(xgpu, start_reduce); });
+  };
+  std::vector<std::function<void()>> received(ws);
+  for (int r = 0; r < ws; ++r) received[r] = reduce_when_received(r);
+
+  for (int r = 0; r < ws; ++r) {
+    if (c.mode == "gemm-only") {
+      node.gemm(r, c.m, c.n, c.k, "gemm", [&, r] {
+        end[r] = sim.now();
+        mark(r, "gemm", 0);
+      });
+    } else if (c.mode == "split") {
+      node.gemm(r, c.m, c.n, c.k, "gemm", [&, r] {
+        mark(r, "gemm", 0);
+        t_gemm_end[r] = sim.now();
+        for (int p = 0; p < ws; ++p)
+          if (p != r)
+            sim.after(same, [&, r, p] { node.put(r, p, slice, fmt::format("scatter ->gpu{}", p), [&, p] { received[p](); }); });
+      });
+    } else if (c.mode == "overlapped") {
+      // Bands of the peers' slices first (from r+1), own slice last; each peer band's put queued on
+      // the copy stream behind an event recorded after that band's GEMM call.
+      const int per_slice = c.bands / ws;
+      const int64_t band_rows = c.m / c.bands;
+      const double band_bytes = double(band_rows) * c.n * 2.0;
+      auto order = std::make_shared<std::vector<int>>();
+      for (int q = 1; q <= ws; ++q)
+        for (int bi = 0; bi < per_slice; ++bi) order->push_back((r + q) % ws);
+      auto per_peer_left = std::make_shared<std::vector<int>>(ws, per_slice);
+      auto next = std::make_shared<std::function<void(size_t)>>();
+      *next = [&, r, order, next, band_rows, band_bytes, per_peer_left](size_t i) {
+        if (i == order->size()) {
+          mark(r, "gemm", 0);
+          t_gemm_end[r] = sim.now();
+          return;
+        }
+        const int dst = (*order)[i];
+        const double gap = i == 0 ? 0.0 : hw.get("kernel.launch_gap");
+        sim.after(gap, [&, r, i, dst, band_rows, band_bytes, next, per_peer_left] {
+          node.gemm(r, band_rows, c.n, c.k, fmt::format("gemm band {}", i), [&, r, i, dst, band_bytes, next, per_peer_left] {
+            if (dst != r)
+              sim.after(same, [&, r, dst, band_bytes, i, per_peer_left] {
+                node.put(r, dst, band_bytes, fmt::format("scatter band {} ->gpu{}", i, dst), [&, dst, per_peer_left] {
+                  if (--(*per_peer_left)[dst] == 0) received[dst]();
+                });
+              });
+            (*next)(i + 1);
+          });
+        });
+      };
+      (*next)(0);
+    } else {  // lsa
+      node.gemm(r, c.m, c.n, c.k, "gemm", [&, r] {
+        mark(r, "gemm", 0);
+        t_gemm_end[r] = sim.now();
+        received[r]();  // counts peers' GEMMs done (below)
+      });
+    }
+  }
+  if (c.mode == "lsa") {
+    // Reduce on r starts when every rank's GEMM is done (cross-GPU events); it loads the peers'
+    // partial slices through peer pointers and its own locally; then a pull kernel per peer copies
+    // that peer's reduced slice once the peer's reduce is done.
+    auto gemms_done = std::make_shared<int>(ws);
+    auto reduced_left = std::make_shared<std::vector<int>>(ws, ws - 1);
+    std::vector<std::function<void()>> reduced_cb(ws);
+    auto start_gather = [&, reduced_left](int r) {
+      const double t0 = sim.now();
+      auto done = after_n(ws - 1, [&, r, t0] {
+        end[r] = sim.now();
+        mark(r, "gather", t0);
+      });
+      for (int p = 0; p < ws; ++p)
+        if (p != r) node.pull(r, p, slice, lsa_blocks, c.lsa_threads, 64.0, 1.0, fmt::format("gather <-gpu{}", p), done);
+    };
+    for (int r = 0; r < ws; ++r) {
+      received[r] = [&, r, gemms_done, start_gather, reduced_left] {
+        if (--*gemms_done > 0) return;
+        for (int q = 0; q < ws; ++q) {
+          sim.after(xgpu, [&, q, start_gather, reduced_left] {
+            const double t0 = sim.now();
+            auto done = after_n(ws, [&, q, t0, start_gather, reduced_left] {
+              mark(q, "reduce", t0);
+              // q's reduced slice is ready: each peer waits for it (cross-GPU event)
+              for (int p = 0; p < ws; ++p)
+                if (p != q)
+                  sim.after(xgpu, [&, p, start_gather, reduced_left] {
+                    if (--(*reduced_left)[p] == 0) start_gather(p);
+                  });
+            });
+            node.stream(q, 2 * slice, "reduce (local)", done);
+            for (int p = 0; p < ws; ++p)
+              if (p != q) node.pull(q, p, slice, 2 * sms, 512, 64.0, 0.0, fmt::format("reduce <-gpu{}", p), done);
+          });
+        }
+      };
+    }
+  }
+  sim.run();
+  if (!net.stalled().empty()) throw std::runtime_error("simulation stalled: " + net.stalled().front());
+  LiveResult res;
+  for (int r = 0; r < ws; ++r) res.per_rank_us.push_back(end[r] * 1e6);
+  res.time_us = *std::max_element(res.per_rank_us.begin(), res.per_rank_us.end());
+  for (const auto& [name, se] : ph[0]) res.phases.push_back({name, se});
+  std::sort(res.phases.begin(), res.phases.end(), [](auto& a, auto& b) { return a.second.first < b.second.first; });
+  return res;
+}
+
+namespace {
+std::string text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "?"; }
+}  // namespace
+
+nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
+  LiveConfig c;
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    try {
+      if (k == "mode") c.mode = it->second.as<std::string>();
+      else if (k == "m") c.m = it->second.as<int64_t>();
+      else if (k == "n") c.n = it->second.as<int64_t>();
+      else if (k == "k") c.k = it->second.as<int64_t>();
+      else if (k == "world_size") c.world_size = it->second.as<int>();
+      else if (k == "bands") c.bands = it->second.as<int>();
+      else if (k == "reduce_blocks") c.reduce_blocks = it->second.as<int>();
+      else if (k == "lsa_blocks") c.lsa_blocks = it->second.as<int>();
+      else if (k == "lsa_threads") c.lsa_threads = it->second.as<int>();
+      else throw std::invalid_argument(fmt::format("unknown gemm_ar_live parameter '{}'", k));
+    } catch (const YAML::Exception&) {
+      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type", k, text(it->second)));
+    }
+  }
+  const auto r = simulate_gemm_ar_live(hw, c, trace);
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& [name, se] : r.phases) phases.push_back({{"name", name}, {"start_us", se.first}, {"end_us", se.second}});
+  return {{"params", {{"mode", c.mode}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size}, {"bands", c.bands}}},
+          {"predicted_us", r.time_us},
+          {"per_rank_us", r.per_rank_us},
+          {"phases", phases}};
+}
+
+nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
+  static const std::set<std::string> known{"probe", "direction", "size_bytes", "mode", "blocks", "threads",
+                                           "bytes_in_flight_per_thread", "both", "m", "n", "k", "bands"};
+  for (auto it = p.begin(); it != p.end(); ++it)
+    if (!known.count(it->first.as<std::string>()))
+      throw std::invalid_argument(fmt::format("unknown probe parameter '{}'", it->first.as<std::string>()));
+  if (!p["probe"]) throw std::invalid_argument("probe parameter 'probe' is missing (peer_copy, cu_remote or gemm_banded)");
+  const std::string probe = p["probe"].as<std::string>();
+  sim::Simulation sim;
+  sim.set_trace(trace);
+  sim::FlowNetwork net(sim);
+  LiveNode node(hw, 2, sim, net);
+  double t_end = 0;
+  if (probe == "peer_copy") {
+    const double bytes = p["size_bytes"].as<double>();
+    const bool both = p["direction"] && p["direction"].as<std::string>() == "both";
+    auto done = after_n(both ? 2 : 1, [&] { t_end = sim.now(); });
+    node.put(0, 1, bytes, "put 0->1", done);
+    if (both) node.put(1, 0, bytes, "put 1->0", done);
+  } else if (probe == "cu_remote") {
+    if (p["mode"] && p["mode"].as<std::string>() != "pull") throw std::invalid_argument("cu_remote: only mode pull is modelled");
+    const double bytes = p["size_bytes"].as<double>();
+    const int blocks = p["blocks"].as<int>(), threads = p["threads"].as<int>();
+    const double per_thread = p["bytes_in_flight_per_thread"].as<double>();
+    const bool both = p["both"] && p["both"].as<bool>();
+    auto done = after_n(both ? 2 : 1, [&] { t_end = sim.now(); });
+    node.pull(0, 1, bytes, blocks, threads, per_thread, 1.0, "pull 1->0", done);
+    if (both) node.pull(1, 0, bytes, blocks, threads, per_thread, 1.0, "pull 0->1", done);
+  } else if (probe == "gemm_banded") {
+    const int64_t m = p["m"].as<int64_t>(), n = p["n"].as<int64_t>(), k = p["k"].as<int64_t>();
+    const int bands = p["bands"].as<int>();
+    auto next = std::make_shared<std::function<void(int)>>();
+    *next = [&, next, m, n, k, bands](int b) {
+      if (b == bands) {
+        t_end = sim.now();
+        return;
+      }
+      sim.after(b == 0 ? 0.0 : hw.get("kernel.launch_gap"), [&, next, m, n, k, bands, b] {
+        node.gemm(0, m / bands, n, k, "band", [next, b] { (*next)(b + 1); });
+      });
+    };
+    (*next)(0);
+  } else {
+    throw std::invalid_argument(fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote or gemm_banded)", probe));
+  }
+  sim.run();
+  return {{"predicted_us", t_end * 1e6}, {"phases", nlohmann::json::array()}};
+}
+
+}  // namespace fusesim::models
