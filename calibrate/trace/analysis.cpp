@@ -326,6 +326,13 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
   return tl;
 }
 
+std::vector<std::vector<uint32_t>> ops_by_window(const RankTimeline& tl) {
+  std::vector<std::vector<uint32_t>> per(tl.windows.size());
+  for (uint32_t i = 0; i < tl.ops.size(); ++i)
+    if (tl.ops[i].window >= 0) per[static_cast<size_t>(tl.ops[i].window)].push_back(i);
+  return per;
+}
+
 PhaseStats window_stats(const RankTimeline& tl, const std::vector<std::vector<uint32_t>>& windows,
                         const std::string& phase, const AnalyzeOptions& opt) {
   PhaseStats s;
@@ -424,15 +431,13 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
     for (const auto& [k, v] : f.skipped) rep.skipped[k] += v;
     rr.window_rule = tl.steps_from_annotations ? "step annotations (" + opt.step_regex + ")" : "GEMM M runs";
     rr.windows = tl.windows;
-    std::map<Phase, std::vector<std::vector<uint32_t>>> by_phase;
-    std::vector<std::vector<uint32_t>> per_window(tl.windows.size());
-    std::vector<uint32_t> all;
+    std::vector<uint32_t> all(tl.ops.size());
     for (uint32_t i = 0; i < tl.ops.size(); ++i) {
-      const auto& op = tl.ops[i];
-      if (op.launched()) rr.launched++;
-      all.push_back(i);
-      if (op.window >= 0) per_window[static_cast<size_t>(op.window)].push_back(i);
+      all[i] = i;
+      if (tl.ops[i].launched()) rr.launched++;
     }
+    std::map<Phase, std::vector<std::vector<uint32_t>>> by_phase;
+    auto per_window = ops_by_window(tl);
     for (size_t w = 0; w < tl.windows.size(); ++w) by_phase[tl.windows[w].phase].push_back(std::move(per_window[w]));
     std::vector<Phase> wanted;
     if (window == "all") wanted = {Phase::prefill, Phase::decode, Phase::unknown};

@@ -81,6 +81,9 @@ struct RankTimeline {
 RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table,
                             const AnalyzeOptions& opt);
 
+/// The timeline indices of each window's ops ([window][k], in start order).
+std::vector<std::vector<uint32_t>> ops_by_window(const RankTimeline& tl);
+
 struct CategoryStat {
   int64_t count = 0;
   double total_us = 0;

@@ -315,9 +315,7 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
       for (uint32_t i = 0; i < tl.ops.size(); ++i) groups.back()[i] = i;
       wins.push_back(&whole);
     } else {
-      std::vector<std::vector<uint32_t>> per(tl.windows.size());
-      for (uint32_t i = 0; i < tl.ops.size(); ++i)
-        if (tl.ops[i].window >= 0) per[static_cast<size_t>(tl.ops[i].window)].push_back(i);
+      auto per = ops_by_window(tl);
       for (size_t w = 0; w < tl.windows.size(); ++w) {
         if (to_string(tl.windows[w].phase) != phases[0] || per[w].empty()) continue;
         groups.push_back(std::move(per[w]));
