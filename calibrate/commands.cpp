@@ -166,7 +166,14 @@ void register_calibrate_commands(CLI::App& calibrate) {
     if (!a->out.empty()) {
       std::vector<std::string> sources;
       for (const auto& m : a->measurements) sources.push_back(m + (a->holdout == "none" ? "" : " (holdout " + a->holdout + ")"));
-      write_atomic(a->out, calibrate::calibrated_yaml(r, sources, date, commit));
+      // Keep the starting file's leading comment block (what the file is, how it is made).
+      std::string header;
+      {
+        std::ifstream in(a->hw);
+        std::string l;
+        while (std::getline(in, l) && !l.empty() && l[0] == '#') header += l + "\n";
+      }
+      write_atomic(a->out, header + calibrate::calibrated_yaml(r, sources, date, commit));
       fmt::print("wrote {}\n", a->out);
     }
     if (!a->report.empty()) write_atomic(a->report, report.dump(2) + "\n");

@@ -449,8 +449,14 @@ std::set<std::string> done_runs(const std::string& path, std::ostream& msg) {
     done.insert(j["run_key"].get<std::string>());
   }
   if (!last_newline) {
-    std::ofstream(path, std::ios::app) << "\n";
-    msg << fmt::format("resume: {}: the last line was cut off by the interruption; it is ignored\n", path);
+    // Cut the torn record off (back to the last complete line) so the file stays valid JSON lines.
+    std::ifstream b(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+    const auto nl = all.rfind('\n');
+    const auto keep = nl == std::string::npos ? 0 : nl + 1;
+    if (truncate(path.c_str(), off_t(keep)) != 0)
+      throw std::runtime_error(fmt::format("resume: cannot repair the torn last line of '{}': {}", path, std::strerror(errno)));
+    msg << fmt::format("resume: {}: removed the last line, cut off by the interruption ({} bytes)\n", path, all.size() - keep);
   }
   return done;
 }

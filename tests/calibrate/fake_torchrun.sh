@@ -6,6 +6,7 @@
 #   FAKE_TIMEOUT_M=M    runs with -m M sleep 30 s (past the runner's timeout)
 #   FAKE_INVALID_M=M    runs with -m M print their line with validated false
 #   FAKE_NO_SDMA=1      every run moves nothing: rel_l2 ~ 1 and a (too fast) time
+#   FAKE_PIDS=FILE      the timeout's sleeper writes its pid here (the tests check it was killed)
 #   FAKE_CALLS=FILE     append one line per call (the -m, wire, pull blocks) for the tests to count
 # It checks what the real runs need: MORI_ENABLE_SDMA=1, MORI_SOCKET_IFNAME=lo, the benchmark script
 # present in the working directory, --standalone and --nproc_per_node.
@@ -50,7 +51,9 @@ if [[ "${FAKE_CRASH_M:-}" == "$m" ]]; then
 fi
 if [[ "${FAKE_TIMEOUT_M:-}" == "$m" ]]; then
   echo "rank 0: waiting for peers..."
-  sleep 30
+  sleep 30 &
+  [[ -n "${FAKE_PIDS:-}" ]] && echo $! >> "$FAKE_PIDS"
+  wait $!
   exit 0
 fi
 key="mode=$mode m=$m dtype=$dtype transport=$transport pb=$pb"
