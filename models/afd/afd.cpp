@@ -82,13 +82,14 @@ void run_nvlink(Ctx& x) {
   auto& sim = x.sim;
   auto& net = x.net;
 
-  std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N);
+  std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N), cstore(N);
   for (int g = 0; g < N; ++g) {
     eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
     in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
     hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
                               x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
     gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.P("afd.combine_gather_peak"));
+    cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), x.P("afd.combine_store_peak"));
   }
   auto dev_attn = [&](int a) { return F + a; };
 
@@ -96,7 +97,10 @@ void run_nvlink(Ctx& x) {
   std::vector<double> disp_end(N, 0), epi_end(N, 0), comb_start(N, 0), comb_end(N, 0), red_end(N, 0),
       epi_start(N, 0), in_done(N, 0), comb_flows_done(N, 0);
   std::vector<double> in_bytes(N, 0), rows_bytes(N, 0);
-  const double t_first = x.P("afd.dispatch_fixed");
+  // The role-unaware (masked) kernel does its extra layout/notify work for every rank before the
+  // first payload byte, so it delays the payload and the count stores alike.
+  const double masked_disp0 = masked ? x.P("masked.dispatch_extra") + x.P("masked.per_source") * A : 0.0;
+  const double t_first = x.P("afd.dispatch_fixed") + masked_disp0;
 
   auto L_disp_all = std::make_shared<Latch>();
   std::vector<Latch> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
@@ -133,6 +137,11 @@ void run_nvlink(Ctx& x) {
     std::vector<sim::ResourceId> csm(combine_sms_ffn);
     for (int s = 0; s < combine_sms_ffn; ++s)
       csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.P("afd.combine_row_rate"));
+    // Latency-bound warps (Little's law): each SM's combine warps are split evenly over the N ranks
+    // of the domain, whatever their role, so one destination gets warps_per_sm / N warps per SM;
+    // each holds one token for combine_token_latency. This caps every (SM, destination) flow.
+    const double warps_per_dest = x.P("afd.combine_warps_per_sm") / double(N);
+    const double lane_cap = warps_per_dest * tok / x.P("afd.combine_token_latency");
     struct Acc { double tokens = 0, rows = 0; };
     std::vector<Acc> acc(size_t(combine_sms_ffn) * A);
     for (int a = 0; a < A; ++a)
@@ -147,7 +156,10 @@ void run_nvlink(Ctx& x) {
     for (auto& q : acc) nflows += q.tokens > 0;
     L_comb_out[f].arm(nflows, [&, f] {
       comb_flows_done[f] = sim.now();
-      double t_end = sim.now() + x.P("afd.combine_finish");
+      // Per-destination serial tail: finish flags go out one Attention rank after another.
+      int ndest = 0;
+      for (int a = 0; a < A; ++a) ndest += r.tokens_to[a][f] > 0;
+      double t_end = sim.now() + x.P("afd.combine_finish") + x.P("afd.combine_per_dest") * ndest;
       if (c.grid_sync_exit) t_end += x.P("afd.grid_sync_exit");
       if (masked) { L_comb_all->down(); return; }
       finish_attention_combine(f, t_end);
@@ -161,7 +173,8 @@ void run_nvlink(Ctx& x) {
         sim::FlowSpec fs;
         fs.name = fmt::format("combine f{}->a{} sm{}", f, a, s);
         fs.bytes = q.tokens * tok;
-        fs.path = {{csm[s], w}, {gather[f], w}, {eg[f], 1.0}, {in[dev_attn(a)], 1.0}};
+        fs.path = {{csm[s], w}, {gather[f], w}, {cstore[f], 1.0}, {eg[f], 1.0}, {in[dev_attn(a)], 1.0}};
+        fs.rate_cap_Bps = lane_cap;
         fs.start_latency = (t_send - sim.now()) + nvl_lat;
         fs.lane = fmt::format("gpu{}/combine_flows", f);
         const int da = dev_attn(a);
@@ -176,7 +189,7 @@ void run_nvlink(Ctx& x) {
     if (d >= F) {  // masked Attention rank: nothing to expand
       const double t1 = t0 + x.P("masked.idle_epilogue");
       epi_end[d] = t1;
-      x.kernel(d, "attention", "dispatch_copy_epilogue", std::min(t0, epi_start[d]), t1);
+      x.kernel(d, "attention", "dispatch_copy_epilogue", t0, t1);
       sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
       return;
     }
@@ -202,8 +215,8 @@ void run_nvlink(Ctx& x) {
   }
   auto end_dispatch = [&](int d, double t_end) {
     disp_end[d] = t_end;
-    // Count trigger: the epilogue is launched once a share of the FFN's ingress has arrived.
-    epi_start[d] = t_first + x.P("afd.count_trigger_fraction") * std::max(0.0, in_done[d] - t_first);
+    // Count trigger (epi_start, set when every source's count arrived): the epilogue kernel is
+    // launched then, but expands only after the whole dispatch (grid dependency) completed.
     if (d < F) {
       sim.at(t_end, [&, d] { start_epilogue(d); });
     } else {
@@ -233,10 +246,9 @@ void run_nvlink(Ctx& x) {
       for (int f = 0; f < F; ++f)
         if (grp[(size_t(a) * sms + s) * F + f].tokens > 0) { ++out_flows[a]; ++in_flows[f]; ++total_flows; }
   const double fin = x.P("afd.dispatch_finish");
-  const double masked_disp = masked ? x.P("masked.dispatch_extra") + x.P("masked.per_source") * A : 0.0;
-  L_disp_all->arm(total_flows, [&, masked_disp, fin] {
+  L_disp_all->arm(total_flows, [&, fin] {
     if (!masked) return;
-    const double t_end = sim.now() + fin + masked_disp;
+    const double t_end = sim.now() + fin;
     for (int d = 0; d < N; ++d) { in_done[d] = sim.now(); end_dispatch(d, t_end); }
   });
   for (int a = 0; a < A; ++a)
@@ -252,20 +264,50 @@ void run_nvlink(Ctx& x) {
       sm_res[size_t(a) * sms + s] = net.add_resource(fmt::format("gpu{}/transport_sm{}", dev_attn(a), s),
                                                      x.P("afd.sm_store_rate"));
   const double tser = x.P("afd.token_serial");
+  // Count trigger (seed 004 streaming_expand_timing_bound: counts only precede the payload when
+  // the payload warps are held back): source a's count store leaves behind the payload it emitted
+  // first, share x T x dtok bytes of its egress; its flows are split there, and the FFN's epilogue
+  // launch waits for the counts of all its sources (+ one NVLink latency).
+  std::vector<double> egress(A, 0.0), count_at(A, 0.0);
   for (int a = 0; a < A; ++a)
+    for (int f = 0; f < F; ++f) egress[a] += r.tokens_to[a][f] * dtok;
+  std::vector<Latch> L_count(A);
+  auto L_counts_all = std::make_shared<Latch>();
+  L_counts_all->arm(A, [&] {
+    double t = 0;
+    for (int a = 0; a < A; ++a) t = std::max(t, count_at[a]);
+    for (int f = 0; f < F; ++f) epi_start[f] = t + nvl_lat;
+  });
+  for (int a = 0; a < A; ++a)
+    L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->down(); });
+  const double share = x.P("afd.count_issue_share");
+  for (int a = 0; a < A; ++a) {
+    const double q = egress[a] > 0 ? std::min(1.0, share * T * dtok / egress[a]) : 1.0;
     for (int s = 0; s < sms; ++s)
       for (int f = 0; f < F; ++f) {
         const Grp& g = grp[(size_t(a) * sms + s) * F + f];
         if (g.tokens <= 0) continue;
+        const std::vector<sim::PathHop> path = {{sm_res[size_t(a) * sms + s], 1.0}, {eg[dev_attn(a)], 1.0}, {in[f], 1.0}};
+        const double bytes = g.tokens * dtok;
         sim::FlowSpec fs;
-        fs.name = fmt::format("dispatch a{}->f{} sm{}", a, f, s);
-        fs.bytes = g.tokens * dtok;
-        fs.path = {{sm_res[size_t(a) * sms + s], 1.0}, {eg[dev_attn(a)], 1.0}, {in[f], 1.0}};
+        fs.name = fmt::format("dispatch a{}->f{} sm{} (before count)", a, f, s);
+        fs.bytes = q * bytes;
+        fs.path = path;
         fs.start_latency = t_first + nvl_lat + tser * g.chain;
         fs.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
-        fs.on_done = [&, a, f] { L_out[a].down(); L_in[f].down(); L_disp_all->down(); };
+        fs.on_done = [&, a, f, s, bytes, q, path] {
+          L_count[a].down();
+          sim::FlowSpec rest;
+          rest.name = fmt::format("dispatch a{}->f{} sm{} (after count)", a, f, s);
+          rest.bytes = (1.0 - q) * bytes;
+          rest.path = path;
+          rest.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
+          rest.on_done = [&, a, f] { L_out[a].down(); L_in[f].down(); L_disp_all->down(); };
+          net.start(std::move(rest));
+        };
         net.start(std::move(fs));
       }
+  }
 
   // ---- Attention combine end: every FFN's finish flags (AFD) / the global combine (masked) ----
   const int ffn_with_data = F;  // every FFN rank runs its combine (empty ones only signal)
@@ -281,6 +323,7 @@ void run_nvlink(Ctx& x) {
   if (masked)
     L_comb_all->arm(masked_comb, [&] {
       const double t_end = sim.now() + x.P("afd.combine_finish") + x.P("masked.combine_extra") +
+                           x.P("masked.per_source") * A +
                            (c.grid_sync_exit ? x.P("afd.grid_sync_exit") : 0.0);
       for (int d = 0; d < N; ++d) finish_attention_combine(d, std::max(t_end, comb_start[d]));
     });
@@ -293,12 +336,13 @@ void run_nvlink(Ctx& x) {
   double span = 0;
   for (int a = 0; a < A; ++a) span = std::max(span, red_end[dev_attn(a)]);
   const double period = span + x.P("afd.exchange_gap");
-  // Attention dispatch kernels start at 0; the FFN ranks (and masked everything) launched their
-  // dispatch right after their previous exchange ended: steady state, one period earlier.
+  // Attention dispatch kernels start at 0; every rank relaunches its dispatch one exchange gap
+  // after its own previous exchange ended (steady state, one period earlier): FFN ranks therefore
+  // start waiting before the Attention ranks do.
   for (int a = 0; a < A; ++a) x.kernel(dev_attn(a), "attention", "dispatch_impl", 0.0, disp_end[dev_attn(a)]);
   for (int f = 0; f < F; ++f) {
     const double last = masked ? red_end[f] : comb_end[f];
-    const double start = std::min(0.0, last - period + gap);
+    const double start = std::min(0.0, last - period + x.P("afd.exchange_gap"));
     x.kernel(f, "ffn", "dispatch_impl", start, disp_end[f]);
   }
   std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
@@ -306,7 +350,13 @@ void run_nvlink(Ctx& x) {
   });
   x.res.span_us = span / kUs;
   x.res.period_us = period / kUs;
-  x.res.exchange_us = (span + x.P("afd.timer_offset")) / kUs;
+  if (c.view == "collect") {
+    double collect = 0;
+    for (int a = 0; a < A; ++a) collect = std::max(collect, comb_end[dev_attn(a)]);
+    x.res.exchange_us = (collect + x.P("afd.collect_offset")) / kUs;
+  } else {
+    x.res.exchange_us = (span + x.P("afd.timer_offset")) / kUs;
+  }
   x.res.channels = C;
   double tb = 0;
   for (int f = 0; f < F; ++f) tb += in_bytes[f];
@@ -636,6 +686,7 @@ void run_pods(Ctx& x) {
 void validate(const AfdCase& c, const hw::Hardware& hw) {
   auto bad = [](const std::string& k, const std::string& m) { throw std::invalid_argument("afd case: " + k + ": " + m); };
   if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked") bad("path", "expected afd, afd_shared or masked, got '" + c.path + "'");
+  if (c.view != "span" && c.view != "collect") bad("view", "expected span or collect, got '" + c.view + "'");
   if (c.attention_ranks < 1) bad("attention_ranks", "must be >= 1");
   if (c.ffn_ranks < 1) bad("ffn_ranks", "must be >= 1");
   if (c.tokens < 1) bad("tokens", "must be >= 1");

@@ -32,6 +32,11 @@ struct AfdCase {
   int capacity = 2048;         ///< max tokens per expert per source rank (excess rows dropped)
   bool hybrid = true;          ///< cross-node: RDMA to the rail peer + NVLink forwarding (off = direct RDMA)
   uint64_t seed = 4;           ///< routing seed (random top-k)
+  /// Which clock the metric reads (NVLink domain): "span" = first Attention dispatch start to the
+  /// last Attention kernel end (the reduce epilogue) + afd.timer_offset (transport-SM sweep);
+  /// "collect" = to the end of the Attention ranks' combine_impl, when the collected outputs are
+  /// ready, + afd.collect_offset (seed 004 *_collect_view screens; the reduce epilogue is not in it).
+  std::string view = "span";
   // What-if switches (AFD.md proposed fixes):
   bool skip_empty_finish = false;  ///< no finish atomic on channels that carried nothing; one release per pair
   bool rotate_channels = false;    ///< token t of source s rides channel (t + s*C/sources) mod C
@@ -81,7 +86,7 @@ struct NicOps {
 };
 
 struct AfdResult {
-  double exchange_us = 0;    ///< the seed's metric: Attention span + host timer offset (us)
+  double exchange_us = 0;    ///< the seed's metric for the case's view (AfdCase::view), us
   double span_us = 0;        ///< first Attention dispatch start to last Attention kernel end (us)
   double period_us = 0;      ///< span + exchange gap (steady-state period, us)
   std::vector<KernelSpan> kernels;

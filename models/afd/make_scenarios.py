@@ -76,7 +76,7 @@ cases = []
 for row in scr["table"]:
     T = row["tokens"]
     for arm in ["base", "s24", "s48", "s64", "s96", "s132"]:
-        p = dict(path="afd", **split(3, 1), tokens=T, transport_sms=24, **base)
+        p = dict(path="afd", **split(3, 1), tokens=T, transport_sms=24, **base, view="collect")
         if arm != "base":
             p["ffn_combine_sms"] = int(arm[1:]); p["grid_sync_exit"] = True
         cases.append(dict(id=f"3a1f-t{T}-{arm}", params=p, measured=dict(value_us=row[arm]["median_us"],
@@ -91,7 +91,7 @@ cases = []
 for row in scr["table"]:
     T = row["tokens"]
     for arm in ["afd", "afd_c64", "masked", "masked_c64"]:
-        p = dict(path="masked" if arm.startswith("masked") else "afd", **split(3, 1), tokens=T, transport_sms=24, **base)
+        p = dict(path="masked" if arm.startswith("masked") else "afd", **split(3, 1), tokens=T, transport_sms=24, **base, view="collect")
         if arm.endswith("c64"): p["combine_sms"] = 64
         cases.append(dict(id=f"3a1f-t{T}-{arm}", params=p, measured=dict(value_us=row[arm]["median_us"],
              source=f"{SEED} combine_grid_role_path_vs_masked.screen_3a1f_collect_view.table[tokens={T}].{arm}.median_us")))

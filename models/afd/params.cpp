@@ -48,24 +48,40 @@ std::vector<ParamDecl> afd_param_decls() {
       T("afd.dispatch_fixed", 0, 50, "dispatch_impl start to first payload byte (launch, count notify)"),
       T("afd.dispatch_finish", 0, 50, "last payload byte to dispatch_impl end (finish flags, exit)"),
       T("afd.token_serial", 0, 10, "serial cost per token on one channel (linked-list round)"),
-      R("afd.count_trigger_fraction", 0, 1,
-        "share of the FFN's dispatch ingress after which the count trigger launches the epilogue"),
+      R("afd.count_issue_share", 0.05, 1.5,
+        "count trigger: a source's count store to the FFN ranks leaves its NVLink queue after the "
+        "source has emitted this share of one pass over its T tokens (share x T x token bytes); the "
+        "FFN's copy epilogue is launched (programmatic dependent launch) when every source's count "
+        "arrived, and waits for the whole dispatch before expanding"),
       T("afd.epilogue_fixed", 0, 50, "dispatch_copy_epilogue fixed cost after the dispatch completes"),
       R("afd.epilogue_efficiency", 0.05, 1.5, "expansion copy rate as a share of gpu.hbm_copy_bandwidth"),
       T("afd.combine_fixed", 0, 50, "combine_impl start to first reduced row sent"),
       T("afd.combine_finish", 0, 50, "last combine row to combine_impl end (finish flags, exit)"),
       B("afd.combine_row_rate", 1, 1000, "expert-row bytes one combine SM gathers and reduces per s"),
       B("afd.combine_gather_peak", 10, 20000, "expert-row gather rate of all combine SMs of one GPU"),
+      N("afd.combine_warps_per_sm", 1, 64,
+        "combine warps per SM; they are split evenly over the domain's ranks (warps per destination "
+        "= this / ranks), each warp holding one token in flight"),
+      T("afd.combine_token_latency", 0.05, 50,
+        "time one combine warp holds a token: gather its expert rows, reduce, store to the peer "
+        "(Little's law: per-destination rate = SMs x warps per destination x token bytes / this)"),
+      B("afd.combine_store_peak", 10, 2000,
+        "reduced-row store rate of one FFN GPU's combine to all peers together"),
+      T("afd.combine_per_dest", 0, 20,
+        "FFN combine: serial cost per Attention rank it returns rows to (per-destination finish "
+        "flags and tail publication, issued one destination after another)"),
       T("afd.reduce_fixed", 0, 50, "combine_reduce_epilogue fixed cost"),
       T("afd.reduce_per_source", 0, 20, "combine_reduce_epilogue cost per FFN rank whose partial is read"),
       T("afd.kernel_gap", 0, 10, "launch gap between consecutive kernels of one stream"),
-      T("afd.exchange_gap", 0, 50, "gap between exchanges (period minus Attention span)"),
+      T("afd.exchange_gap", 0, 50, "gap between exchanges: a rank's last kernel end to its next dispatch start"),
       T("afd.timer_offset", 0, 20, "host timer overhead added to the Attention span in the metric"),
+      T("afd.collect_offset", 0, 20,
+        "collect-view metric: host timer overhead after the Attention ranks' combine_impl end"),
       T("afd.grid_sync_exit", 0, 50, "extra cost of a grid-sync exit of the FFN combine (one arrival)"),
       // --- masked (role-unaware expert-parallel) path ---------------------------------------
       T("masked.dispatch_extra", 0, 100, "extra dispatch latency of the role-unaware kernel (all ranks)"),
       T("masked.combine_extra", 0, 100, "extra combine latency of the role-unaware kernel (all ranks)"),
-      T("masked.per_source", 0, 50, "masked extra latency per sending (Attention) rank"),
+      T("masked.per_source", 0, 50, "masked extra latency per sending (Attention) rank, in dispatch and again in combine"),
       T("masked.idle_epilogue", 0, 50, "epilogue kernel of a rank that holds no expert / no partial"),
       // --- cross-node hybrid path (hybrid_dispatch, hybrid_combine, afdep_ffn_complete) -------
       T("hybrid.dispatch_fixed", 0, 200, "hybrid_dispatch fixed latency (launch, counts, RDMA setup)"),

@@ -13,7 +13,7 @@ const std::vector<std::string>& afd_case_param_names() {
   static const std::vector<std::string> names{
       "path", "attention_ranks", "ffn_ranks", "tokens", "transport_sms", "hidden", "topk", "experts",
       "hybrid", "payload", "capacity", "combine_sms", "ffn_combine_sms", "grid_sync_exit", "seed",
-      "skip_empty_finish", "rotate_channels", "inline_finish"};
+      "skip_empty_finish", "rotate_channels", "inline_finish", "view"};
   return names;
 }
 
@@ -40,6 +40,7 @@ AfdCase afd_case_from_yaml(const YAML::Node& params) {
       else if (k == "combine_sms") c.combine_sms = v.as<int>();
       else if (k == "ffn_combine_sms") c.ffn_combine_sms = v.as<int>();
       else if (k == "seed") c.seed = v.as<uint64_t>();
+      else if (k == "view") c.view = v.as<std::string>();
       else if (k == "hybrid") {
         const std::string s = v.as<std::string>();
         if (s == "on" || s == "true") c.hybrid = true;

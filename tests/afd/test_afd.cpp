@@ -149,6 +149,55 @@ TEST(AfdModel, NvlinkFlatAtT1AndFallingWithSmsAtLargeT) {
   EXPECT_LT(simulate_afd(h200(), c, nullptr).exchange_us, 0.8 * d);
 }
 
+namespace {
+const KernelSpan* find_kernel(const AfdResult& r, int dev, const std::string& name) {
+  for (const auto& k : r.kernels)
+    if (k.device == dev && k.kernel == name) return &k;
+  return nullptr;
+}
+}  // namespace
+
+TEST(AfdModel, CopyEpilogueLaunchedByCountTriggerBeforeDispatchEnds) {
+  // PDL launch at the count trigger, expansion only after the whole dispatch (seed 004 b31e patch):
+  // at T=2048 the FFN's epilogue starts inside dispatch_impl and ends after it; 3A:1F's counts
+  // (one pass over T tokens = the whole stream of each source) arrive later than 1A:3F's.
+  auto run = [](int A, int F) {
+    AfdCase c;
+    c.attention_ranks = A;
+    c.ffn_ranks = F;
+    c.experts = F == 3 ? 96 : 128;
+    c.tokens = 2048;
+    return simulate_afd(h200(), c, nullptr);
+  };
+  const AfdResult r13 = run(1, 3), r31 = run(3, 1);
+  const auto* d13 = find_kernel(r13, 0, "dispatch_impl");
+  const auto* e13 = find_kernel(r13, 0, "dispatch_copy_epilogue");
+  const auto* e31 = find_kernel(r31, 0, "dispatch_copy_epilogue");
+  ASSERT_TRUE(d13 && e13 && e31);
+  EXPECT_LT(e13->start_us, d13->end_us);
+  EXPECT_GT(e13->end_us, d13->end_us);
+  EXPECT_GT(e31->start_us, 1.5 * e13->start_us);
+}
+
+TEST(AfdModel, CombineWarpsAreSplitOverAllRanksOfTheDomain) {
+  // Warps per destination = warps per SM / ranks, whatever the role: an FFN rank returning to one
+  // Attention rank (1A:3F) is no faster per destination than one returning to two (2A:2F), so at
+  // T=2048 both FFN combines take about as long although 2A:2F's FFN returns twice the tokens.
+  auto ffn_combine = [](int A, int F) {
+    AfdCase c;
+    c.attention_ranks = A;
+    c.ffn_ranks = F;
+    c.experts = F == 3 ? 96 : 128;
+    c.tokens = 2048;
+    const AfdResult r = simulate_afd(h200(), c, nullptr);
+    const auto* k = find_kernel(r, 0, "combine_impl");
+    return k ? k->end_us - k->start_us : -1.0;
+  };
+  const double c13 = ffn_combine(1, 3), c22 = ffn_combine(2, 2);
+  ASSERT_GT(c13, 0);
+  EXPECT_NEAR(c22 / c13, 1.0, 0.25);
+}
+
 // ---- scenario tolerances: median |err| <= 5 %, max <= 12 % over the measured points --------------
 class AfdScenario : public ::testing::TestWithParam<std::string> {};
 
