@@ -83,7 +83,9 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
        "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would be one per peer)"},
       {"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
        "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"},
-      {"rccl.bus_bandwidth", Quantity::Bandwidth, 1 * G, 5000 * G, "ring all-reduce bus bandwidth (alpha-beta model)"},
+      {"rccl.bus_bandwidth_per_link", Quantity::Bandwidth, 1 * G, 1000 * G,
+       "ring all-reduce bus bandwidth per link a rank has to the group (alpha-beta model; bus bandwidth = "
+       "links among the group's members per GPU x this)"},
       {"rccl.step_latency", Quantity::Time, 0, 1000 * us, "ring all-reduce per-step latency alpha"},
   };
 }
@@ -489,8 +491,9 @@ class Call {
     }
     if (m == "rccl") {
       // Ring all-reduce (alpha-beta): 2(ws-1) steps, each moving T/ws per rank.
-      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") +
-                       2.0 * (ws_ - 1) / ws_ * tensor_ / n_.hw.get("rccl.bus_bandwidth");
+      // Bus bandwidth scales with the links each rank has to the other members (a full mesh: ws-1).
+      const double busbw = (ws_ - 1) * n_.hw.get("rccl.bus_bandwidth_per_link");
+      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") + 2.0 * (ws_ - 1) / ws_ * tensor_ / busbw;
       n_.sim.after(n_.launch() + t, [this, r] { finish(r, "all-reduce"); });
       return;
     }

@@ -13,6 +13,7 @@
 #include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
+#include "models/serving.hpp"
 #include "models/params.hpp"
 
 namespace fusesim::models {
@@ -181,7 +182,8 @@ hw::Hardware load_scenario_hardware(const Scenario& sc) { return load_hardware(s
 std::map<std::string, CaseRunner>& case_runners() {
   static std::map<std::string, CaseRunner> runners{{"gemm_ar", run_gemm_ar_case}, {"afd", afd::run_afd_case},
                                                        {"gemm_ar_live", run_gemm_ar_live_case},
-                                                       {"h200_probe", run_probe_case}};
+                                                       {"h200_probe", run_probe_case},
+                                                       {"ttft", run_ttft_case}};
   return runners;
 }
 

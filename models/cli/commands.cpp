@@ -12,6 +12,7 @@
 #include "models/cli/hooks.hpp"
 #include "models/params.hpp"
 #include "models/scenario.hpp"
+#include "models/serving.hpp"
 #include "sim/trace.hpp"
 
 
@@ -142,6 +143,53 @@ void register_all(CLI::App& app) {
       fmt::print("{:<34} {:>12.6g} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(), p["value"].get<double>(),
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
                  p["source"].get<std::string>());
+  });
+
+  struct BeArgs {
+    std::string hw = "hw/mi355x-8gpu.yaml", wire = "bf16", quant = "blockscale", format = "table";
+    int64_t n = 7168, k = 2048, max_m = 65536;
+    int ws = 8;
+  };
+  auto be = std::make_shared<BeArgs>();
+  auto* bec = app.add_subcommand("breakeven", "smallest M from which the fused path beats the split path and the RCCL baseline");
+  bec->add_option("--hw", be->hw, "hardware YAML")->check(CLI::ExistingFile);
+  bec->add_option("--wire", be->wire, "bf16 (SDMA gather) or fp8 (LSA pull gather)")->check(CLI::IsMember({"bf16", "fp8"}));
+  bec->add_option("-n,--n", be->n, "N (columns of C)");
+  bec->add_option("-k,--k", be->k, "K");
+  bec->add_option("--world-size", be->ws, "ranks");
+  bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
+  bec->add_option("--max-m", be->max_m, "largest M searched");
+  bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  bec->callback([be] {
+    const auto hw = models::load_hardware(be->hw);
+    models::GemmArConfig c;
+    c.n = be->n;
+    c.k = be->k;
+    c.world_size = be->ws;
+    c.quant = be->quant;
+    if (be->wire == "fp8") {
+      c.gather_dtype = "fp8";
+      c.gather_transport = "lsa";
+    }
+    models::validate(c, hw);
+    const auto r = models::break_even(hw, c, be->max_m);
+    // Serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002).
+    const int64_t hand = be->wire == "fp8" ? 2048 : 8192;
+    if (be->format == "json") {
+      fmt::print("{}\n", nlohmann::json{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size},
+                                        {"wire", be->wire}, {"m_vs_split", r.m_vs_split}, {"m_vs_rccl", r.m_vs_rccl},
+                                        {"serving_threshold_by_hand", hand}, {"curve", r.curve}}.dump(2));
+      return;
+    }
+    auto show = [](int64_t m) { return m < 0 ? std::string("never (up to --max-m)") : fmt::format("M >= {}", m); };
+    fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), c.n, c.k, c.world_size, be->wire, c.quant);
+    fmt::print("  fused beats split-sdma from      {}\n", show(r.m_vs_split));
+    fmt::print("  fused beats RCCL baseline from   {}\n", show(r.m_vs_rccl));
+    fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire)\n", hand, be->wire);
+    fmt::print("  {:>7} {:>10} {:>10} {:>10}\n", "M", "fused_us", "split_us", "rccl_us");
+    for (const auto& p : r.curve)
+      fmt::print("  {:>7} {:>10.1f} {:>10.1f} {:>10.1f}\n", p["m"].get<int64_t>(), p["fused_us"].get<double>(),
+                 p["split_us"].get<double>(), p["rccl_us"].get<double>());
   });
 
   auto* calibrate = app.add_subcommand("calibrate", "fit the model to measurements; run probes or the real benchmark on a live node");

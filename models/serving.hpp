@@ -1,0 +1,47 @@
+// Serving impact: a layer's predicted change composed into a prefill TTFT change; break-even M.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "hw/hardware.hpp"
+#include "models/gemm_ar.hpp"
+#include "sim/trace.hpp"
+
+namespace fusesim::models {
+
+/**
+ * TTFT of a prefill with the layer replaced (model `ttft`). Params:
+ *   base: {gemm_ar params of what the model runs today, e.g. mode: rccl}
+ *   fused: {gemm_ar params of the fused layer}
+ *   prompt_tokens, batch        tokens per request and requests in the batch
+ *   chunk_tokens                chunked-prefill size (each chunk is one call with M = its tokens)
+ *   layers                      layers that run the fused op per chunk
+ *   ttft_base_ms                the measured baseline TTFT (a stated input, not predicted)
+ * The prefill runs ceil(batch * prompt_tokens / chunk_tokens) chunks; per chunk and layer the call
+ * changes by fused(M) - base(M) (both predicted by the gemm_ar model on the scenario's hardware).
+ * predicted TTFT = ttft_base + layers * sum over chunks of the change. Reported in us, with
+ * "ttft_change_pct" and the layer's implied share of the baseline TTFT.
+ * Errors: std::invalid_argument naming a missing or bad parameter.
+ */
+nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
+
+/// Result of a break-even search.
+struct BreakEven {
+  int64_t m_vs_split = -1;  ///< smallest M (on the ws*BLOCK_M grid, <= max_m) from which fused < split; -1 if none
+  int64_t m_vs_rccl = -1;   ///< ... from which fused < the RCCL ring baseline
+  nlohmann::json curve;     ///< [{m, fused_us, split_us, rccl_us}] at the points evaluated
+};
+
+/**
+ * Smallest M from which the fused path (fused-sdma on the given wire) beats the split path
+ * (split-sdma) and the RCCL baseline, for the shape and wire of `fused`. Scans M over powers of two
+ * from ws*BLOCK_M to max_m, then bisects on the ws*BLOCK_M grid between the last losing and the
+ * first winning point. "From which" means it wins there and at every scanned M above.
+ */
+BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused, int64_t max_m = 65536);
+
+}  // namespace fusesim::models
