@@ -55,6 +55,10 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   out.source = m["source"].as<std::string>();
   if (m["known_miss"]) out.known_miss = m["known_miss"].as<std::string>();
   if (m["value_us"]) out.value_us = number(m["value_us"], file, key + ".value_us");
+  else if (m["period_us"]) {
+    out.value_us = number(m["period_us"], file, key + ".period_us");
+    out.metric = "period_us";
+  }
   if (m["phases_us"]) {
     if (!m["phases_us"].IsMap()) throw FileError(file, line_of(m["phases_us"]), key + ".phases_us", "expected {phase: us, ...}");
     for (auto p = m["phases_us"].begin(); p != m["phases_us"].end(); ++p)
@@ -256,7 +260,14 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     if (c.measured) {
       out["source"] = c.measured->source;
       if (c.measured->value_us) {
-        const double meas = *c.measured->value_us, pred = res["predicted_us"].get<double>();
+        const double meas = *c.measured->value_us;
+        double pred = res["predicted_us"].get<double>();
+        if (c.measured->metric == "period_us") {
+          if (!res.contains("extra") || !res["extra"].contains("period_us"))
+            throw FileError(sc.path, c.line, "cases[" + c.id + "].measured.period_us", "this model reports no period");
+          pred = res["extra"]["period_us"].get<double>();
+          out["compared_metric"] = "period_us";
+        }
         const double err = (pred - meas) / meas * 100.0;
         out["measured_us"] = meas;
         out["error_pct"] = err;

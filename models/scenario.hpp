@@ -19,6 +19,10 @@ namespace fusesim::models {
 struct Measured {
   std::optional<double> value_us;
   std::map<std::string, double> phases_us;  ///< phase name -> measured duration (us)
+  /// Which prediction value_us compares with: "predicted_us" (default), or "period_us" when the
+  /// entry gives `period_us:` (compared with the runner's extra.period_us; e.g. AFD timelines,
+  /// whose per-kernel `kernels:` lists are checked by the AFD tests, not here).
+  std::string metric = "predicted_us";
   std::string source;
   /// Non-empty: the model is known to miss this point, and why. `fusesim check` reports it as a
   /// known miss instead of a failure, and fails if it unexpectedly falls within tolerance (strict),

@@ -113,7 +113,10 @@ void register_all(CLI::App& app) {
         }
       }
     }
-    if (bad) throw CLI::RuntimeError(fmt::format("{} of {} compared cases outside tolerance", bad, compared), 2);
+    if (bad) {
+      fmt::print("FAIL: {} of {} compared cases outside tolerance\n", bad, compared);
+      throw CLI::RuntimeError(2);
+    }
   });
 
   auto params_path = std::make_shared<std::string>();
