@@ -27,8 +27,11 @@ grep -E "GPU kernels backend" build-configure.log || true
 cmake --build build -j"$(nproc)"
 
 if [ "$what" = run ]; then
-  ./build/fusesim run scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --trace build/mi355x-dsv4-pro-wo_b-tp8.trace.json
-  echo "trace: build/mi355x-dsv4-pro-wo_b-tp8.trace.json (open in https://ui.perfetto.dev)"
+  ./build/fusesim run scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml
+  # A trace of one case (a whole scenario's trace is large: use --only to pick cases)
+  ./build/fusesim run scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --only headline/fused-sdma/m=16384 \
+    --trace build/fused-sdma-m16384.trace.json --out build/fused-sdma-m16384.txt
+  echo "trace of headline/fused-sdma/m=16384: build/fused-sdma-m16384.trace.json (open it in Perfetto: ui.perfetto.dev)"
   exit 0
 fi
 

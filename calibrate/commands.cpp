@@ -1,5 +1,8 @@
 // `fusesim calibrate fit` (and the other calibrate sub-commands' registration).
 #include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -61,7 +64,41 @@ void print_points(const calibrate::FitResult& r, bool held_out) {
 
 }  // namespace
 
+/// `calibrate probe`: run every portable probe (hw/kernels/run_all_probes.sh) on this node's GPUs,
+/// writing JSON lines (machine, command, commit, date in each) under DIR. Errors: no GPU visible,
+/// the script missing, or the script failing (its exit status is returned).
+int run_probes(const std::string& out_dir, const std::string& commit, const std::string& script) {
+  const bool nvidia = std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
+  const bool amd = std::system("rocm-smi --showid >/dev/null 2>&1") == 0;
+  if (!nvidia && !amd)
+    throw std::runtime_error("calibrate probe: no GPU visible here (nvidia-smi / rocm-smi found none); run it on a live node, "
+                             "e.g. through the device tool (calibrate/data/h200x2/README.md)");
+  std::ifstream probe_script(script);
+  if (!probe_script) throw std::runtime_error(fmt::format("calibrate probe: cannot read '{}'", script));
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("calibrate probe: fork failed");
+  if (pid == 0) {
+    execlp("bash", "bash", script.c_str(), out_dir.c_str(), commit.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  if (rc != 0) throw std::runtime_error(fmt::format("calibrate probe: {} exited with status {}", script, rc));
+  fmt::print("probe sweeps written under {} (commit {})\n", out_dir, commit);
+  return 0;
+}
+
 void register_calibrate_commands(CLI::App& calibrate) {
+  {
+    auto out = std::make_shared<std::string>(), commit = std::make_shared<std::string>();
+    auto script = std::make_shared<std::string>(FUSESIM_SOURCE_DIR "/hw/kernels/run_all_probes.sh");
+    auto* probe = calibrate.add_subcommand("probe", "run the portable GPU probes on this live node (hw/kernels/run_all_probes.sh)");
+    probe->add_option("--out", *out, "directory for the JSON-lines files")->required();
+    probe->add_option("--commit", *commit, "commit recorded in every line (default: git HEAD)");
+    probe->add_option("--script", *script, "probe driver script");
+    probe->callback([out, commit, script] { run_probes(*out, commit->empty() ? git_head() : *commit, *script); });
+  }
   auto a = std::make_shared<FitArgs>();
   auto* fit = calibrate.add_subcommand("fit", "fit a hardware file's parameters to measured points; report fitted and held-out error");
   fit->add_option("--hw", a->hw, "starting hardware YAML")->required()->check(CLI::ExistingFile);

@@ -269,6 +269,13 @@ std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& 
                            orig.empty() ? "" : " | " + orig);
     out.set(pf.key, v);
   }
+  hw::Calibration cal;
+  cal.residual_rms_pct = r.residual_sigma_pct;
+  cal.points = int(std::count_if(r.points.begin(), r.points.end(), [](const PointResult& p) { return !p.held_out && p.phase.empty(); }));
+  cal.fitted_on = date;
+  cal.commit = commit;
+  cal.measurements = sources;
+  out.set_calibration(cal);
   return out.to_yaml();
 }
 

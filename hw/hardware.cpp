@@ -170,6 +170,23 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
     const YAML::Node& node = it->second;
     if (top == "name") { hw.name_ = scalar(node, path, top); continue; }
     if (top == "description") { hw.description_ = scalar(node, path, top); continue; }
+    if (top == "calibration") {
+      if (!node.IsMap() || !node["residual_rms_pct"])
+        throw FileError(path, line_of(node), top, "expected {residual_rms_pct: X, points: N, fitted_on: DATE, commit: SHA, measurements: [...]}");
+      Calibration c;
+      try {
+        c.residual_rms_pct = node["residual_rms_pct"].as<double>();
+        if (node["points"]) c.points = node["points"].as<int>();
+      } catch (const YAML::Exception&) {
+        throw FileError(path, line_of(node), top, "residual_rms_pct must be a number and points an integer");
+      }
+      if (node["fitted_on"]) c.fitted_on = node["fitted_on"].as<std::string>();
+      if (node["commit"]) c.commit = node["commit"].as<std::string>();
+      if (node["measurements"] && node["measurements"].IsSequence())
+        for (const auto& m : node["measurements"]) c.measurements.push_back(m.as<std::string>());
+      hw.calibration_ = c;
+      continue;
+    }
     if (top == "tables") {
       if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected {name: {file, kind, source}, ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
@@ -336,6 +353,15 @@ std::string Hardware::to_yaml() const {
   out << YAML::Key << "kind" << YAML::Value << topology_kind_;
   for (const auto& [k, v] : topology_ints_) out << YAML::Key << k << YAML::Value << v;
   out << YAML::EndMap;
+  if (calibration_) {
+    out << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "residual_rms_pct" << YAML::Value << fmt::format("{:.3f}", calibration_->residual_rms_pct);
+    out << YAML::Key << "points" << YAML::Value << calibration_->points;
+    out << YAML::Key << "fitted_on" << YAML::Value << calibration_->fitted_on;
+    out << YAML::Key << "commit" << YAML::Value << calibration_->commit;
+    out << YAML::Key << "measurements" << YAML::Value << YAML::Flow << calibration_->measurements;
+    out << YAML::EndMap;
+  }
   if (!tables_.empty()) {
     out << YAML::Key << "tables" << YAML::Value << YAML::BeginMap;
     namespace fs = std::filesystem;

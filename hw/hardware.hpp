@@ -87,6 +87,15 @@ struct Table {
   std::vector<nlohmann::json> rows;  ///< one object per line of the file
 };
 
+/// What the last calibration of a hardware file left: the residuals of its fitted points, from which
+/// every prediction's interval is derived.
+struct Calibration {
+  double residual_rms_pct = 0;  ///< RMS of the relative errors of the fitted totals (percent)
+  int points = 0;               ///< fitted totals
+  std::string fitted_on, commit;
+  std::vector<std::string> measurements;
+};
+
 /// Error in a hardware or scenario file; what() names file, line and key.
 class FileError : public std::runtime_error {
  public:
@@ -151,6 +160,9 @@ class Hardware {
   /// A table declared under `tables:`; std::out_of_range naming the table and file if absent.
   const Table& table(const std::string& name) const;
   bool has_table(const std::string& name) const { return tables_.count(name) != 0; }
+  /// The `calibration:` block written by `fusesim calibrate fit` (empty optional if never fitted).
+  const std::optional<Calibration>& calibration() const { return calibration_; }
+  void set_calibration(Calibration c) { calibration_ = std::move(c); }
   const ParamRegistry& registry() const { return *registry_; }
 
   /// Write back as YAML in the same layout (used by the calibration writer). Keeps every source.
@@ -162,6 +174,7 @@ class Hardware {
   std::map<std::string, int> topology_ints_;
   std::map<std::string, Value> values_;
   std::map<std::string, Table> tables_;
+  std::optional<Calibration> calibration_;
   const ParamRegistry* registry_ = nullptr;
 };
 

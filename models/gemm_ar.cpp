@@ -172,6 +172,13 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
     bad("fuse_reduce_push", "pushes the gather over SDMA; it cannot be combined with gather_transport: lsa");
   if (c.fuse_reduce_push && c.mode != "fused-sdma") bad("fuse_reduce_push", "is only offered with mode fused-sdma");
   if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
+  if (hw.has("gpu.hbm_capacity")) {
+    // The window plus the GEMM's operands must fit in one GPU's HBM.
+    const double need = window_bytes(c) + double(padded_m(c)) * c.k + double(c.n) * c.k;
+    if (need > hw.get("gpu.hbm_capacity"))
+      bad("m", fmt::format("M={} needs {:.1f} GiB of HBM per GPU (symmetric window + operands) but '{}' has {:.1f} GiB", c.m,
+                           need / 1073741824.0, hw.name(), hw.get("gpu.hbm_capacity") / 1073741824.0));
+  }
   const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);
   if (c.fuse_reduce_push && bands * block_m(c.quant) < c.gather_bands)
     bad("gather_bands", fmt::format("{} bands but the slice has only {} rows", c.gather_bands, bands * block_m(c.quant)));
@@ -492,8 +499,10 @@ class Call {
     if (m == "rccl") {
       // Ring all-reduce (alpha-beta): 2(ws-1) steps, each moving T/ws per rank.
       // Bus bandwidth scales with the links each rank has to the other members (a full mesh: ws-1).
+      // The library all-reduces the real [M, N] tensor (no padding to ws x BLOCK_M).
       const double busbw = (ws_ - 1) * n_.hw.get("rccl.bus_bandwidth_per_link");
-      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") + 2.0 * (ws_ - 1) / ws_ * tensor_ / busbw;
+      const double bytes = double(c_.m) * c_.n * kBf16;
+      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") + 2.0 * (ws_ - 1) / ws_ * bytes / busbw;
       n_.sim.after(n_.launch() + t, [this, r] { finish(r, "all-reduce"); });
       return;
     }

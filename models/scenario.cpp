@@ -55,6 +55,7 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   out.source = m["source"].as<std::string>();
   if (m["known_miss"]) out.known_miss = m["known_miss"].as<std::string>();
   if (m["value_us"]) out.value_us = number(m["value_us"], file, key + ".value_us");
+  if (out.value_us && !(*out.value_us > 0)) throw FileError(file, line_of(m["value_us"]), key + ".value_us", "a measured time must be > 0 us");
   else if (m["period_us"]) {
     out.value_us = number(m["period_us"], file, key + ".period_us");
     out.metric = "period_us";
@@ -108,10 +109,14 @@ Scenario Scenario::load(const std::string& path) {
   const std::string hwp = root["hardware"].as<std::string>();
   const fs::path dir = fs::path(path).parent_path();
   std::vector<fs::path> tries{dir / hwp, dir.parent_path() / hwp, fs::path(hwp)};
-  sc.hardware_path = hwp;
+  sc.hardware_path.clear();
   for (const auto& t : tries)
-    if (fs::exists(t)) { sc.hardware_path = t.lexically_normal().string(); break; }
+    if (fs::is_regular_file(t)) { sc.hardware_path = t.lexically_normal().string(); break; }
+  if (sc.hardware_path.empty())
+    throw FileError(path, line_of(root["hardware"]), "hardware",
+                    fmt::format("no hardware file '{}' (tried {}, {} and {})", hwp, tries[0].string(), tries[1].string(), tries[2].string()));
   const double tol = root["tolerance_pct"] ? number(root["tolerance_pct"], path, "tolerance_pct") : 10.0;
+  if (!(tol > 0)) throw FileError(path, line_of(root["tolerance_pct"]), "tolerance_pct", "must be > 0");
   const YAML::Node defaults = root["defaults"];
   if (defaults && !defaults.IsMap()) throw FileError(path, line_of(defaults), "defaults", "expected a mapping of params");
   if (!root["cases"].IsSequence()) throw FileError(path, line_of(root["cases"]), "cases", "expected a list of cases");
@@ -124,6 +129,7 @@ Scenario Scenario::load(const std::string& path) {
     const std::string key = "cases[" + id + "]";
     if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, line_of(cnode["params"]), key + ".params", "expected a mapping");
     const double ctol = cnode["tolerance_pct"] ? number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
+    if (!(ctol > 0)) throw FileError(path, line_of(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");
     // Expand the sweep (cartesian product in file order).
     std::vector<std::pair<std::string, YAML::Node>> points{{id, merged(defaults, cnode["params"])}};
     if (const auto sw = cnode["sweep"]) {
@@ -227,7 +233,10 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
   const GemmArResult r = simulate_gemm_ar(hw, c, trace);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : r.phases) phases.push_back({{"name", ph.name}, {"start_us", ph.start_us}, {"end_us", ph.end_us}});
-  return {{"params", to_json(c)},
+  nlohmann::json params = to_json(c);
+  params["m_padded"] = padded_m(c);              // the kernel pads M to world_size x BLOCK_M
+  params["chunks_effective"] = effective_chunks(c);  // largest divisor of the bands per destination <= chunks
+  return {{"params", params},
           {"predicted_us", r.total_us},
           {"phases", phases},
           {"window_MiB", r.window_bytes / (1024.0 * 1024.0)},
@@ -238,7 +247,11 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
 nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   auto it = case_runners().find(sc.model);
-  if (it == case_runners().end()) throw FileError(sc.path, 0, "model", fmt::format("unknown model '{}'", sc.model));
+  if (it == case_runners().end()) {
+    std::string known;
+    for (const auto& [k, v] : case_runners()) known += (known.empty() ? "" : ", ") + k;
+    throw FileError(sc.path, 1, "model", fmt::format("unknown model '{}' (expected one of: {})", sc.model, known));
+  }
   nlohmann::json cases = nlohmann::json::array();
   std::vector<double> errs;
   int outside = 0, known = 0, unexpected = 0;
@@ -253,6 +266,11 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     }
     nlohmann::json out{{"id", c.id}};
     for (auto& [k, v] : res.items()) out[k] = v;
+    if (hw.calibration() && hw.calibration()->residual_rms_pct > 0) {
+      // 95% interval from the calibration's residuals: +-1.96 x the RMS relative error of its fit.
+      const double p = res["predicted_us"].get<double>(), s = 1.96 * hw.calibration()->residual_rms_pct / 100.0;
+      out["interval_us"] = {p * (1 - s), p * (1 + s)};
+    }
     out["measured_us"] = nullptr;
     out["error_pct"] = nullptr;
     out["within_tolerance"] = nullptr;
@@ -315,6 +333,9 @@ std::string format_table(const nlohmann::json& r) {
   size_t w = 4;
   for (const auto& c : r["cases"]) w = std::max(w, c["id"].get<std::string>().size());
   o << fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}\n", "case", w, "predicted_us", "measured_us", "error%");
+  if (!r["cases"].empty() && r["cases"][0].contains("interval_us"))
+    o << fmt::format("(95% interval of every prediction: +-{:.1f}%, from the hardware file's calibration residuals)\n",
+                     (r["cases"][0]["interval_us"][1].get<double>() / r["cases"][0]["predicted_us"].get<double>() - 1) * 100);
   for (const auto& c : r["cases"]) {
     const std::string meas = c["measured_us"].is_null() ? "-" : fmt::format("{:.1f}", c["measured_us"].get<double>());
     const std::string err = c["error_pct"].is_null() ? "-" : fmt::format("{:+.1f}", c["error_pct"].get<double>());

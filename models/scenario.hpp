@@ -82,7 +82,8 @@ std::map<std::string, CaseRunner>& case_runners();
 /**
  * Run every case and compare with the measured values. Output layout:
  * {"scenario", "hardware", "model", "cases":[{"id","params","predicted_us","measured_us"|null,
- *  "error_pct"|null, "tolerance_pct", "within_tolerance"|null, "known_miss"?, "phases":[{"name","start_us","end_us",
+ *  "error_pct"|null, "tolerance_pct", "within_tolerance"|null, "known_miss"?, "interval_us"? (95%, from
+ *  the hardware file's calibration residuals), "phases":[{"name","start_us","end_us",
  *  "measured_us"?, "error_pct"?}], "source"?, ...model extras}],
  *  "summary":{"compared","median_abs_error_pct","max_abs_error_pct","outside_tolerance","known_misses",
  *  "unexpected_passes","runtime_ms"}}. Known misses count in the error statistics but not in

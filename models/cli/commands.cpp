@@ -1,5 +1,6 @@
 #include "models/cli/commands.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -26,7 +27,10 @@ void write_file(const std::string& path, const std::string& text) {
     std::ofstream f(tmp);
     if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
+  }
 }
 
 struct RunArgs {
@@ -165,6 +169,9 @@ void register_all(CLI::App& app) {
   bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   bec->callback([be] {
     const auto hw = models::load_hardware(be->hw);
+    if (!hw.has("sdma.queue_peak"))
+      throw std::runtime_error(fmt::format("breakeven needs a gemm_ar hardware file (with SDMA and GEMM tile parameters, e.g. "
+                                           "hw/mi355x-8gpu.yaml); '{}' is not one", be->hw));
     models::GemmArConfig c;
     c.n = be->n;
     c.k = be->k;
@@ -184,13 +191,20 @@ void register_all(CLI::App& app) {
                                         {"serving_threshold_by_hand", hand}, {"curve", r.curve}}.dump(2));
       return;
     }
-    auto show = [](int64_t m) { return m < 0 ? std::string("never (up to --max-m)") : fmt::format("M >= {}", m); };
+    const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
+    auto show = [&](int64_t m) {
+      if (m < 0) return std::string("not at every M up to --max-m");
+      if (m == smallest) return fmt::format("every M searched (the smallest is {} = world_size x BLOCK_M; smaller M are padded to it)", m);
+      return fmt::format("M >= {} (wins there and at every larger M searched)", m);
+    };
     fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), c.n, c.k, c.world_size, be->wire, c.quant);
     fmt::print("  fused beats split-sdma from      {}\n", show(r.m_vs_split));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(r.m_vs_rccl));
     fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire)\n", hand, be->wire);
     fmt::print("  {:>7} {:>10} {:>10} {:>10}\n", "M", "fused_us", "split_us", "rccl_us");
-    for (const auto& p : r.curve)
+    auto curve = r.curve.get<std::vector<nlohmann::json>>();
+    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
+    for (const auto& p : curve)
       fmt::print("  {:>7} {:>10.1f} {:>10.1f} {:>10.1f}\n", p["m"].get<int64_t>(), p["fused_us"].get<double>(),
                  p["split_us"].get<double>(), p["rccl_us"].get<double>());
   });

@@ -36,10 +36,13 @@ void expect_file_error(const std::string& text, const std::string& needle, int l
 }  // namespace
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
-  const std::string head = "scenario: s\nhardware: hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "case.parms", 6);
   expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
   expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
+  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
+  expect_file_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
