@@ -16,6 +16,7 @@
 #include "calibrate/measurements.hpp"
 #include "calibrate/mori_runner.hpp"
 #include "calibrate/plot.hpp"
+#include "hw/io.hpp"
 #include "models/params.hpp"
 
 namespace fusesim {
@@ -39,14 +40,6 @@ std::string git_head() {
   return s.empty() ? "unknown" : s;
 }
 
-void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
-}
 
 struct FitArgs {
   std::string hw, out, holdout = "none", date, commit, report, free, plot;
@@ -210,10 +203,10 @@ void register_calibrate_commands(CLI::App& calibrate) {
         std::string l;
         while (std::getline(in, l) && !l.empty() && l[0] == '#') header += l + "\n";
       }
-      write_atomic(a->out, header + calibrate::calibrated_yaml(r, sources, date, commit));
+      hw::write_file_atomic(a->out, header + calibrate::calibrated_yaml(r, sources, date, commit));
       fmt::print("wrote {}\n", a->out);
     }
-    if (!a->report.empty()) write_atomic(a->report, report.dump(2) + "\n");
+    if (!a->report.empty()) hw::write_file_atomic(a->report, report.dump(2) + "\n");
     if (!a->plot.empty()) {
       std::map<std::string, double> by_id;
       for (const auto& p : r.points) by_id[p.id] = p.predicted_us;

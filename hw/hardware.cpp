@@ -1,5 +1,7 @@
 #include "hw/hardware.hpp"
 
+#include "hw/io.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -156,15 +158,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
   Hardware hw;
   hw.path_ = path;
   hw.registry_ = &registry;
-  std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "", "cannot open hardware file");
-  YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
-  }
-  if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level");
+  const YAML::Node root = load_yaml_map(path, "hardware file");
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string top = it->first.as<std::string>();
     const YAML::Node& node = it->second;

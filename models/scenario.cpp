@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/io.hpp"
 #include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
@@ -90,15 +91,7 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 Scenario Scenario::load(const std::string& path) {
   Scenario sc;
   sc.path = path;
-  std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "", "cannot open scenario file");
-  YAML::Node root;
-  try {
-    root = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
-  }
-  if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level");
+  const YAML::Node root = hw::load_yaml_map(path, "scenario file");
   check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes"}, path, "");
   for (const char* k : {"scenario", "hardware", "model", "cases"})
     if (!root[k]) throw FileError(path, 1, k, "missing");

@@ -11,6 +11,7 @@
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
 #include "models/cli/hooks.hpp"
+#include "hw/io.hpp"
 #include "models/params.hpp"
 #include "models/scenario.hpp"
 #include "models/serving.hpp"
@@ -19,19 +20,6 @@
 
 namespace fusesim::cli {
 namespace {
-
-/// Write text to a file atomically (temporary file + rename); throws naming the path.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
-  }
-}
 
 struct RunArgs {
   std::vector<std::string> scenarios;
@@ -61,7 +49,7 @@ void register_all(CLI::App& app) {
                                                    : models::format_table(res);
     if (!run_args->trace.empty()) trace.write(run_args->trace);
     if (run_args->out.empty()) fmt::print("{}", text);
-    else write_file(run_args->out, text);
+    else hw::write_file_atomic(run_args->out, text);
   });
 
   auto check_args = std::make_shared<std::vector<std::string>>();

@@ -1,0 +1,19 @@
+// File helpers shared by the loaders and the command line.
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+namespace fusesim::hw {
+
+/// Read a YAML file whose top level must be a mapping. `what` names the file's role in errors
+/// ("hardware file", "scenario file"). Errors: FileError (hw/hardware.hpp) naming the file and
+/// line for an unreadable file, a syntax error, or a top level that is not a mapping.
+YAML::Node load_yaml_map(const std::string& path, const std::string& what);
+
+/// Write `text` to `path` through a temporary file renamed into place, so a failure leaves
+/// neither a half-written file nor the temporary. Errors: std::runtime_error naming the path.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace fusesim::hw
