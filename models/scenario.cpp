@@ -354,14 +354,16 @@ std::string format_table(const nlohmann::json& r) {
 
 std::string format_csv(const nlohmann::json& r) {
   std::ostringstream o;
-  o << "id,predicted_us,measured_us,error_pct,phases\n";
+  o << "id,predicted_us,measured_us,error_pct,params,phases\n";
   for (const auto& c : r["cases"]) {
     std::string ph;
     for (const auto& p : c["phases"])
       ph += fmt::format("{}{}={:.3f}", ph.empty() ? "" : ";", p["name"].get<std::string>(), p["end_us"].get<double>() - p["start_us"].get<double>());
-    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\"\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
+    std::string params = c.contains("params") ? c["params"].dump() : "{}";
+    for (size_t pos = 0; (pos = params.find('"', pos)) != std::string::npos; pos += 2) params.insert(pos, 1, '"');  // CSV quoting
+    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\",\"{}\"\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
-                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), ph);
+                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), params, ph);
   }
   return o.str();
 }
