@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,6 +10,24 @@
 #include "hw/hardware.hpp"
 
 namespace fusesim::hw {
+
+namespace {
+/// Reject a mapping that repeats a key anywhere in the document (yaml-cpp keeps both silently).
+void check_duplicate_keys(const YAML::Node& n, const std::string& path, const std::string& where) {
+  if (n.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+      const std::string here = where.empty() ? k : where + "." + k;
+      if (!seen.insert(k).second)
+        throw FileError(path, it->first.Mark().line + 1, here, "key given twice in the same mapping");
+      check_duplicate_keys(it->second, path, here);
+    }
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) check_duplicate_keys(n[i], path, where + "[" + std::to_string(i) + "]");
+  }
+}
+}  // namespace
 
 YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
   std::ifstream in(path);
@@ -20,6 +39,7 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
     throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
   }
   if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level of the " + what);
+  check_duplicate_keys(root, path, "");
   return root;
 }
 

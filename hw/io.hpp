@@ -9,7 +9,8 @@ namespace fusesim::hw {
 
 /// Read a YAML file whose top level must be a mapping. `what` names the file's role in errors
 /// ("hardware file", "scenario file"). Errors: FileError (hw/hardware.hpp) naming the file and
-/// line for an unreadable file, a syntax error, or a top level that is not a mapping.
+/// line for an unreadable file, a syntax error, a top level that is not a mapping, or a key given
+/// twice in one mapping anywhere in the document.
 YAML::Node load_yaml_map(const std::string& path, const std::string& what);
 
 /// Write `text` to `path` through a temporary file renamed into place, so a failure leaves

@@ -41,6 +41,7 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
   expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
   expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
+  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n", "given twice", 7);
   expect_file_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
