@@ -192,7 +192,7 @@ namespace {
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : hw(hw), c(c), sim(sim), net(net), ws(c.world_size), sent(c.world_size, 0.0) {
+      : hw(hw), c(c), sim(sim), net(net), ws(c.world_size) {
     const double fabric = hw.get("memory.fabric_bandwidth");
     const double link = hw.get("links.per_direction");
     for (int r = 0; r < ws; ++r) mem_.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), fabric));
@@ -236,7 +236,6 @@ class Node {
       net.start({.name = label, .bytes = moved, .path = {{mem_[s], fc}, {links_[s][d], 1.0}, window_hop(d, fc)},
                  .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
     }, std::move(on_done));
-    sent[s] += moved;
   }
 
   /// Largest number of commands outstanding on any of rank s's outgoing queues.
@@ -305,7 +304,6 @@ class Node {
   sim::Simulation& sim;
   sim::FlowNetwork& net;
   int ws;
-  std::vector<double> sent;
 
  private:
   std::vector<sim::ResourceId> mem_, pcie_;
@@ -402,13 +400,11 @@ class Gemm {
         n_.net.start({.name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .bytes = per_dest[d],
                       .path = {{n_.link(r_, d), 1.0}, n_.window_hop(d)}, .rate_cap_Bps = scap, .share = scap,
                       .lane = n_.cu_lane(r_) + " remote stores", .on_done = done});
-        n_.sent[r_] += per_dest[d];
       }
     }
     const double bytes = local_bytes + c_local;
     std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}};
-    if (n_.c.window_in_host_memory && n_.c.mode != "gemm-only" && n_.c.mode != "split-sdma" && n_.c.mode != "split-lsa" &&
-        n_.c.mode != "rccl") {
+    if (n_.c.window_in_host_memory && (n_.c.mode == "fused-sdma" || n_.c.mode == "fused-lsa")) {
       // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
       path[0].weight = local_bytes / bytes;
       path.push_back(n_.window_hop(r_, c_local / bytes));
@@ -474,7 +470,6 @@ class Call {
     }
     out.total_us = tl_[crit].end * 1e6;
     out.phases = tl_[crit].phases;
-    out.bytes_moved_per_rank = n_.sent[0];
     return out;
   }
 

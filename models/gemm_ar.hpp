@@ -77,7 +77,6 @@ struct GemmArResult {
   std::vector<Phase> phases;           ///< critical rank's phases (gemm, drain, reduce, ...)
   double window_bytes = 0;
   double wire_rel_l2 = 0;              ///< relL2 the wire adds (0 for bf16; per-row e4m3 otherwise)
-  double bytes_moved_per_rank = 0;     ///< payload bytes each rank sent over the fabric
   long engine_events = 0;
   long flows = 0;
 };

@@ -161,9 +161,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
   const int ws = c.world_size;
   LiveNode node(hw, ws, sim, net);
   const int sms = int(hw.get("gpu.compute_units"));
-  const int reduce_blocks = c.reduce_blocks > 0 ? c.reduce_blocks : 2 * sms;
   const int lsa_blocks = c.lsa_blocks > 0 ? c.lsa_blocks : 2 * sms;
-  (void)reduce_blocks;
   const double slice = double(c.m / ws) * c.n * 2.0;
   const double xgpu = hw.get("sync.event_wait_cross_gpu"), same = hw.get("sync.event_wait_same_gpu");
   std::vector<double> end(ws, 0.0);

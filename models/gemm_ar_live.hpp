@@ -20,7 +20,7 @@ struct LiveConfig {
   int64_t m = 16384, n = 7168, k = 2048;
   int world_size = 2;
   int bands = 4;         ///< overlapped: GEMM row bands over M (bands / world_size per slice)
-  int reduce_blocks = 0; ///< 0: 2 x SMs (the program's default)
+  int reduce_blocks = 0; ///< 0: 2 x SMs (the program's default); accepted, not modelled: the reduce is HBM-bound
   int lsa_blocks = 0;    ///< 0: 2 x SMs
   int lsa_threads = 512;
 };

@@ -116,7 +116,7 @@ void FlowNetwork::resolve() {
     for (size_t r = 0; r < res_.size(); ++r)
       if (sumw[r] > 0) level = std::min(level, std::max(0.0, rc[r]) / sumw[r]);
     for (FlowId id : open) level = std::min(level, flows_[id].spec.rate_cap_Bps / flows_[id].spec.share);
-    std::vector<FlowId> still;
+    std::vector<FlowId> still, fixed;  // fixed: flows frozen at this level
     still.reserve(open.size());
     const double tol = level * (1 + kRelEps) + 1e-300;
     for (FlowId id : open) {
@@ -128,13 +128,14 @@ void FlowNetwork::resolve() {
       if (frozen) {
         f.rate = std::isinf(level) ? kInf : f.spec.share * level;
         f.rate = std::min(f.rate, f.spec.rate_cap_Bps);
+        fixed.push_back(id);
       } else {
         still.push_back(id);
       }
     }
-    for (FlowId id : open) {
+    // Take the frozen flows' use off the resources only now: every freeze test above saw the same rc.
+    for (FlowId id : fixed) {
       const Flow& f = flows_[id];
-      if (std::find(still.begin(), still.end(), id) != still.end()) continue;
       if (std::isinf(f.rate)) continue;
       for (const auto& h : f.spec.path) rc[h.resource] -= f.rate * h.weight;
     }

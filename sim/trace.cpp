@@ -1,9 +1,6 @@
 #include "sim/trace.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -90,21 +87,5 @@ nlohmann::json TraceSink::to_json() const {
   return {{"traceEvents", out}, {"displayTimeUnit", "ns"}};
 }
 
-void TraceSink::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw std::runtime_error(fmt::format("cannot write trace file '{}'", path));
-    f << to_json().dump();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(fmt::format("error while writing trace file '{}'", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot move trace into place at '{}'", path));
-  }
-}
 
 }  // namespace fusesim::sim

@@ -1,4 +1,4 @@
-// fusesim engine: Chrome/Perfetto trace-event JSON writer and a stats summary.
+// fusesim engine: Chrome/Perfetto trace-event JSON of a run (written by the caller, e.g. hw::write_file_atomic).
 #pragma once
 
 #include <map>
@@ -12,7 +12,7 @@
 namespace fusesim::sim {
 
 /**
- * Collects complete ("X") events on named lanes and writes Chrome trace-event JSON that Perfetto
+ * Collects complete ("X") events on named lanes and builds Chrome trace-event JSON that Perfetto
  * and chrome://tracing open. Each lane (one per resource: a CU pool, an HBM, a link direction, a
  * copy-engine queue, a NIC) becomes one thread track; lanes are grouped into processes by the text
  * before the first '/' in the lane name (e.g. "gpu0/hbm" -> process "gpu0", thread "hbm").
@@ -32,9 +32,6 @@ class TraceSink {
   void set_prefix(std::string p) { prefix_ = std::move(p); }
   /// The whole trace as {"traceEvents":[...], "displayTimeUnit":"ns"}.
   nlohmann::json to_json() const;
-  /// Write to a file; throws std::runtime_error naming the path on failure. Writes to a temporary
-  /// file first, then renames, so a failed write leaves nothing half-written.
-  void write(const std::string& path) const;
   size_t size() const { return events_.size(); }
   /// Lanes seen, in first-use order.
   std::vector<std::string> lanes() const { return lane_order_; }

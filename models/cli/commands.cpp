@@ -47,7 +47,7 @@ void register_all(CLI::App& app) {
     std::string text = run_args->format == "json" ? res.dump(2) + "\n"
                        : run_args->format == "csv" ? models::format_csv(res)
                                                    : models::format_table(res);
-    if (!run_args->trace.empty()) trace.write(run_args->trace);
+    if (!run_args->trace.empty()) hw::write_file_atomic(run_args->trace, trace.to_json().dump());
     if (run_args->out.empty()) fmt::print("{}", text);
     else hw::write_file_atomic(run_args->out, text);
   });
