@@ -21,6 +21,19 @@ using nlohmann::json;
 
 namespace {
 
+/// A record of one AFD median exchange time (us) from `file`, table `table`; the caller adds the
+/// params, value, id, source and line.
+Record afd_median_record(const std::string& file, const std::string& table) {
+  Record r;
+  r.kind = "afd";
+  r.model = "afd";
+  r.table = table;
+  r.quantity = "median_us";
+  r.unit = "us";
+  r.file = file;
+  return r;
+}
+
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -240,13 +253,7 @@ std::vector<Record> records_from_afd_line(const json& obj, const YAML::Node& con
     const auto& a = obj[path];
     if (!a.is_array() || a.empty() || !a[0].is_number() || !(a[0].get<double>() > 0))
       throw FileError(file, line, path, fmt::format("expected [median_us, change_pct, repeats_faster], got {}", a.dump()));
-    Record r;
-    r.kind = "afd";
-    r.model = "afd";
-    r.table = table;
-    r.quantity = "median_us";
-    r.unit = "us";
-    r.file = file;
+    Record r = afd_median_record(file, table);
     r.line = line;
     r.params = YAML::Node(YAML::NodeType::Map);
     if (context && context.IsMap())
@@ -472,13 +479,7 @@ struct AfdDoc {
         const std::string arm = it.key();
         const json def = arms.contains(arm) ? arms[arm] : json::object();
         const bool masked = arm.rfind("masked", 0) == 0 || (def.contains("role_aware") && def["role_aware"] == false);
-        Record r;
-        r.kind = "afd";
-        r.model = "afd";
-        r.table = table;
-        r.quantity = "median_us";
-        r.unit = "us";
-        r.file = file;
+        Record r = afd_median_record(file, table);
         r.params = YAML::Clone(base);
         r.params["path"] = masked ? "masked" : "afd";
         r.params["tokens"] = static_cast<int64_t>(row["tokens"].get<double>());
@@ -503,13 +504,7 @@ struct AfdDoc {
       if (!t.value().is_object()) continue;
       for (auto s = t.value().begin(); s != t.value().end(); ++s) {
         if (!s.value().is_number()) continue;
-        Record r;
-        r.kind = "afd";
-        r.model = "afd";
-        r.table = table;
-        r.quantity = "median_us";
-        r.unit = "us";
-        r.file = file;
+        Record r = afd_median_record(file, table);
         r.params = YAML::Clone(ctx);
         r.params["path"] = "afd";
         try {

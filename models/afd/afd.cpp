@@ -17,6 +17,20 @@
 namespace fusesim::afd {
 namespace {
 
+/// Finish signals transport SM `sm` posts for one source, and how many of its 8 channels
+/// (8*sm .. 8*sm+7) carried data. Every channel ends with a finish signal; with skip_empty_finish
+/// only channels with data do, plus one designated release per (source, pair) on SM 0 (AFD.md).
+std::pair<int, int> sm_finish_posts(const std::vector<int>& tokens_per_channel, int sm, bool skip_empty_finish) {
+  int posts = 0, data = 0;
+  for (int ch = 8 * sm; ch < 8 * sm + 8; ++ch) {
+    const bool has = tokens_per_channel[ch] > 0;
+    data += has;
+    posts += (skip_empty_finish && !has) ? 0 : 1;
+  }
+  if (skip_empty_finish && sm == 0) posts += 1;  // the designated release per pair
+  return {posts, data};
+}
+
 constexpr double kUs = 1e-6;
 
 /// Per-token dispatch metadata: top-k expert ids and weights (4 B each) plus a 64-B header, which
@@ -483,13 +497,7 @@ void run_pods(Ctx& x) {
       std::vector<std::tuple<int, int, int, int, int>> todo;  // a, sm, posts, resp_ops, inline
       for (int a : srcs[f]) {
         for (int s = 0; s < sms; ++s) {
-          int posts = 0, data = 0;
-          for (int ch = 8 * s; ch < 8 * s + 8; ++ch) {
-            const bool has = ch_tokens[a][ch] > 0;
-            data += has;
-            posts += (c.skip_empty_finish && !has) ? 0 : 1;
-          }
-          if (c.skip_empty_finish && s == 0) posts += 1;  // the designated release per pair
+          const auto [posts, data] = sm_finish_posts(ch_tokens[a], s, c.skip_empty_finish);
           if (posts == 0) continue;
           const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
           // The Attention NIC sees C*F in (AFD.md): every channel's finish counts once per FFN rank.
@@ -619,13 +627,7 @@ void run_pods(Ctx& x) {
         for (int s : srcs[f]) is_src |= s == a;
         if (!is_src) continue;
         for (int s = 0; s < sms; ++s) {
-          int posts = 0, data = 0;
-          for (int ch = 8 * s; ch < 8 * s + 8; ++ch) {
-            const bool has = ch_tokens[a][ch] > 0;
-            data += has;
-            posts += (c.skip_empty_finish && !has) ? 0 : 1;
-          }
-          if (c.skip_empty_finish && s == 0) posts += 1;
+          const auto [posts, data] = sm_finish_posts(ch_tokens[a], s, c.skip_empty_finish);
           const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
           const int rops = posts - inl;
           const int nposts = posts * (c.hybrid ? F : 1);
