@@ -64,7 +64,12 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   if (m["phases_us"]) {
     if (!m["phases_us"].IsMap()) throw FileError(file, line_of(m["phases_us"]), key + ".phases_us", "expected {phase: us, ...}");
     for (auto p = m["phases_us"].begin(); p != m["phases_us"].end(); ++p)
-      out.phases_us[p->first.as<std::string>()] = number(p->second, file, key + ".phases_us." + p->first.as<std::string>());
+    {
+      const std::string ph = p->first.as<std::string>();
+      const double v = number(p->second, file, key + ".phases_us." + ph);
+      if (!(v > 0)) throw FileError(file, line_of(p->second), key + ".phases_us." + ph, "a measured phase time must be > 0 us");
+      out.phases_us[ph] = v;
+    }
   }
   if (!out.value_us && out.phases_us.empty()) throw FileError(file, line_of(m), key, "needs value_us or phases_us");
   return out;
@@ -293,6 +298,16 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
         }
         errs.push_back(std::fabs(err));
       }
+      for (const auto& [name, v] : c.measured->phases_us) {
+        bool known = false;
+        for (const auto& ph : out["phases"]) known = known || ph["name"] == name;
+        if (!known) {
+          std::string have;
+          for (const auto& ph : out["phases"]) have += (have.empty() ? "" : ", ") + ph["name"].get<std::string>();
+          throw FileError(sc.path, c.line, "cases[" + c.id + "].measured_phases." + name,
+                          fmt::format("the model reports no phase '{}' for this case (it reports: {})", name, have));
+        }
+      }
       for (auto& ph : out["phases"]) {
         auto m = c.measured->phases_us.find(ph["name"].get<std::string>());
         if (m == c.measured->phases_us.end()) continue;
@@ -303,6 +318,8 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     }
     cases.push_back(std::move(out));
   }
+  if (!opt.only.empty() && cases.empty())
+    throw FileError(sc.path, 0, "--only", fmt::format("no case id contains '{}'", opt.only));
   std::sort(errs.begin(), errs.end());
   nlohmann::json summary{{"compared", errs.size()}, {"outside_tolerance", outside}, {"known_misses", known},
                          {"unexpected_passes", unexpected}};

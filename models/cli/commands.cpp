@@ -170,6 +170,9 @@ void register_all(CLI::App& app) {
       c.gather_transport = "lsa";
     }
     models::validate(c, hw);
+    if (be->max_m < int64_t(c.world_size) * models::block_m(c.quant))
+      throw std::invalid_argument(fmt::format("--max-m {} is below the smallest M the kernel runs (world_size x BLOCK_M = {})", be->max_m,
+                                              int64_t(c.world_size) * models::block_m(c.quant)));
     const auto r = models::break_even(hw, c, be->max_m);
     // Serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002).
     const int64_t hand = be->wire == "fp8" ? 2048 : 8192;
