@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   int lsa_blocks = static_cast<int>(args.integer("--lsa-blocks", 0, "LSA gather grid (0: 2 x SMs)"));
   const int lsa_threads = static_cast<int>(args.integer("--lsa-threads", 512, "LSA gather block size"));
   const bool check_only = args.flag("--check-only", "validate every point, print no timings");
+  const bool band_timing = args.flag("--band-timing",
+                                     "overlapped: also record a timed event after each band GEMM and after each "
+                                     "rank's reduce (medians reported as band_end_us / reduce_end_us per rank)");
   args.finish(kUsage);
 
   const int visible = require_devices(2);
@@ -199,6 +202,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<Event> start, end;
     std::unique_ptr<SyncEvent> gemm_done, reduced, lsa_done;
     std::vector<std::unique_ptr<SyncEvent>> band_done, sent, gathered;  // [band], [peer], [peer]
+    std::vector<std::unique_ptr<Event>> band_end;                       // [issue order], --band-timing
+    std::unique_ptr<Event> reduce_end;                                  // --band-timing
   };
   std::vector<Rank> rk(ws);
   for (int r = 0; r < ws; ++r) {
@@ -213,6 +218,8 @@ int main(int argc, char** argv) {
       R.gathered.push_back(std::make_unique<SyncEvent>(r));
     }
     for (int b = 0; b < bands; ++b) R.band_done.push_back(std::make_unique<SyncEvent>(r));
+    for (int b = 0; b < bands; ++b) R.band_end.push_back(std::make_unique<Event>(r));
+    R.reduce_end = std::make_unique<Event>(r);
     R.x = DeviceBuffer(r, static_cast<size_t>(max_m * k * 2));
     R.w = DeviceBuffer(r, static_cast<size_t>(max_n * k * 2));
     R.c = DeviceBuffer(r, c_bytes);
@@ -332,6 +339,7 @@ int main(int argc, char** argv) {
       auto recv_at = [&](int dst, int src) { return rk[dst].recv.as<char>() + slot(src, dst) * slice_bytes; };
 
       // Enqueues one iteration of `mode` on every rank (gated or not).
+      const bool timing_marks = band_timing;
       auto enqueue = [&](const std::string& mode, bool gated) {
         for (int r = 0; r < ws; ++r) {
           GPU_CHECK(hipSetDevice(r));
@@ -357,12 +365,14 @@ int main(int argc, char** argv) {
                 GPU_CHECK(hipMemcpyPeerAsync(recv_at(p, r), p, c_rows(r, p * slice_rows), r, slice_bytes, R.copy[p]->s));
               }
             } else {
+              int issued = 0;
               for (int q = 1; q <= ws; ++q) {
                 const int dst = (r + q) % ws;  // peers first (r+1, r+2, ...), own slice last
                 for (int bi = 0; bi < bands_per_slice; ++bi) {
                   const int b = dst * bands_per_slice + bi;
                   const long long row = b * band_rows;
                   band[r]->run(R.x.as<char>() + row * k * 2, R.w.ptr, c_rows(r, row), R.work.ptr, R.main->s);
+                  if (timing_marks && mode == "overlapped") GPU_CHECK(hipEventRecord(R.band_end[issued++]->e, R.main->s));
                   if (dst == r) continue;
                   GPU_CHECK(hipEventRecord(R.band_done[b]->e, R.main->s));
                   GPU_CHECK(hipStreamWaitEvent(R.copy[dst]->s, R.band_done[b]->e, 0));
@@ -387,6 +397,7 @@ int main(int argc, char** argv) {
             launch_reduce_bf16(srcs.data(), ws, out_rows(r, r * slice_rows), slice_elems, reduce_blocks,
                                reduce_threads, R.main->s);
             GPU_CHECK(hipEventRecord(R.reduced->e, R.main->s));
+            if (timing_marks) GPU_CHECK(hipEventRecord(R.reduce_end->e, R.main->s));
           }
           // Phase 3: all-gather puts.
           for (int r = 0; r < ws; ++r) {
@@ -459,6 +470,8 @@ int main(int argc, char** argv) {
         double rel_l2 = validate(mode);
         bool ok = std::isfinite(rel_l2) && rel_l2 < 1e-2 && std::isfinite(ref_sample) && ref_sample < 1e-2;
         std::vector<double> times, per_rank[kMaxRanks];
+        std::vector<std::vector<double>> band_marks(ws * bands), reduce_marks(ws);
+        const bool marks = band_timing && (mode == "overlapped" || mode == "split");
         if (check_only) {
           poison();
           enqueue(mode, true);
@@ -477,6 +490,12 @@ int main(int argc, char** argv) {
               double t = elapsed_us(rk[r].start->e, rk[r].end->e);
               per_rank[r].push_back(t);
               worst = std::max(worst, t);
+              if (marks) {
+                if (mode == "overlapped")
+                  for (int b = 0; b < bands; ++b)
+                    band_marks[r * bands + b].push_back(elapsed_us(rk[r].start->e, rk[r].band_end[b]->e));
+                reduce_marks[r].push_back(elapsed_us(rk[r].start->e, rk[r].reduce_end->e));
+              }
             }
             times.push_back(worst);
           }
@@ -499,7 +518,17 @@ int main(int argc, char** argv) {
         j.num("rel_l2", rel_l2).num("gemm_sample_rel_l2", ref_sample).boolean("validated", ok)
             .boolean("check_only", check_only).integer("reduce_blocks", reduce_blocks)
             .integer("reduce_threads", reduce_threads).integer("lsa_blocks", lsa_blocks)
-            .integer("lsa_threads", lsa_threads).boolean("gate_timeout", gate.timed_out());
+            .integer("lsa_threads", lsa_threads).boolean("gate_timeout", gate.timed_out())
+            .str("gemm_algo_fingerprint", full[0]->algo_fingerprint())
+            .str("band_algo_fingerprint", band[0]->algo_fingerprint());
+        if (marks && !check_only) {
+          std::vector<double> bm, rm;
+          for (auto& v : band_marks)
+            if (!v.empty()) bm.push_back(stats_of(v).median);
+          for (auto& v : reduce_marks) rm.push_back(stats_of(v).median);
+          if (!bm.empty()) j.num_list("band_end_us", bm);  // rank-major, issue order
+          j.num_list("reduce_end_us", rm);
+        }
         rep.emit(j);
       }
     }

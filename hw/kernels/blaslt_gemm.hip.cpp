@@ -1,6 +1,7 @@
 // blaslt_gemm.hip.cpp: implementation of blaslt_gemm.hpp.
 #include "blaslt_gemm.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 namespace fusesim::gpu {
@@ -111,6 +112,16 @@ void GemmPlan::run(const void* x, const void* w, void* c, void* workspace, hipSt
   const float alpha = 1.0f, beta = 0.0f;
   BLAS_CHECK(hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[algo_].algo,
                              workspace, ws_bytes_, stream));
+}
+
+std::string GemmPlan::algo_fingerprint() const {
+  if (!ok_ || heur_.empty()) return "";
+  const auto* b = reinterpret_cast<const unsigned char*>(&heur_[algo_].algo);
+  unsigned long long h = 1469598103934665603ULL;  // FNV-1a 64-bit offset basis
+  for (size_t i = 0; i < sizeof(heur_[algo_].algo); ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", h);
+  return buf;
 }
 
 bool GemmPlan::select_working_algo(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) {

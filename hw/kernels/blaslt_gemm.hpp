@@ -52,6 +52,10 @@ class GemmPlan {
   /// Number of algorithms the heuristic offered; index of the one in use.
   int algo_count() const { return static_cast<int>(heur_.size()); }
   int algo_index() const { return algo_; }
+  /// 16 hex digits: FNV-1a of the opaque algorithm descriptor in use (cublasLtMatmulAlgo_t /
+  /// hipblasLtMatmulAlgo_t bytes), so two programs can tell whether the library gave them the same
+  /// kernel configuration for a shape. Empty when the plan is not ok().
+  std::string algo_fingerprint() const;
   /// 2*m*n*k.
   double flops() const { return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_); }
 

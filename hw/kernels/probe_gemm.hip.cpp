@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
         .num("TFLOPs", flops / (st_.median * 1e-6) / 1e12)
         .integer("workspace_bytes", static_cast<long long>(plan.workspace_needed_bytes()))
         .integer("algo_index", plan.algo_index()).integer("algo_count", plan.algo_count())
+        .str("algo_fingerprint", plan.algo_fingerprint())
         .boolean("gate_timeout", gate.timed_out());
     rep.emit(j);
   }
