@@ -13,10 +13,12 @@
 //  measure "transfer_bw": a 256 MiB transfer's time and bandwidth alone and while back-to-back
 //    GEMMs run for about 3x its time (ce_out, ce_in and pull_B under GEMMs on GPU 0; ce_both under
 //    GEMMs on both GPUs).
-// Median of --iters gated iterations after --warmup untimed ones.
+// Median of --iters gated iterations after --warmup untimed ones, each measurement after --pause-ms idle.
 // Output per point: measure, m, n, k, background (or foreground), time_us, alone_time_us,
 // slowdown (time / alone), and for transfers bytes, GBps, alone_GBps.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -39,7 +41,8 @@ int main(int argc, char** argv) {
   const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
   const int iters = static_cast<int>(args.integer("--iters", 15, "timed iterations (median)"));
   const int warmup = static_cast<int>(args.integer("--warmup", 2, "untimed iterations first"));
-  const auto ms = args.int_list("--m", {4096, 16384}, "GEMM M values");
+  const auto ms = args.int_list("--m", {512, 2048, 4096, 16384}, "GEMM M values");
+  const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle GPU time before each measurement (ms)"));
   const long long n = args.integer("--n", 7168, "GEMM N");
   const long long k = args.integer("--k", 2048, "GEMM K");
   const auto pull_blocks = args.int_list("--pull-blocks", {16, 66, 132}, "pull kernel block counts");
@@ -82,6 +85,9 @@ int main(int argc, char** argv) {
   // time of each job (us) and the median over iterations of the slowest job.
   auto run = [&](const std::vector<Job>& jobs, std::vector<double>* per_job) {
     std::vector<std::vector<double>> t(jobs.size());
+    // Idle first, so that each measurement starts from the same clock state (sustained GEMMs lower
+    // the SM clock under the power limit).
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     for (int it = 0; it < warmup + iters; ++it) {
       const bool timed = it >= warmup;
       for (size_t j = 0; j < jobs.size(); ++j) {
