@@ -32,9 +32,12 @@ std::vector<ParamDecl> gemm_ar_live_param_decls() {
       {"links.read_request_cost", Quantity::Ratio, 0, 1,
        "reverse-direction link bytes per payload byte of CU remote loads (read requests)"},
       {"ce.fabric_cost", Quantity::Ratio, 0.0, 8.0, "HBM bytes a copy-engine byte costs at each end, relative to a kernel's byte"},
+      {"gemm.copy_interference", Quantity::Ratio, 0.0, 50.0,
+       "kappa: a BLAS GEMM runs (1 + kappa * phi * u) times slower while copy-engine traffic crosses its GPU's HBM; "
+       "phi = the GEMM's operand + output bytes per second alone / memory.fabric_bandwidth, u = copy-engine bytes per "
+       "second through that HBM (each put counted at its source and its destination) / memory.fabric_bandwidth"},
       {"sync.event_wait_cross_gpu", Quantity::Time, 0, 100 * us, "a stream waiting on an event recorded on another GPU"},
       {"sync.event_wait_same_gpu", Quantity::Time, 0, 100 * us, "a stream waiting on an event of another stream of the same GPU"},
-      {"gemm.hbm_traffic_factor", Quantity::Ratio, 0.1, 100, "HBM bytes a BLAS GEMM moves per byte of its operands and output"},
       {"lsa.issue_time_per_16B", Quantity::Time, 0, 10 * us,
        "added to a CU remote load's round trip per 16 bytes a lane keeps in flight (its loads issue one after another)"},
       {"lsa.push_store_latency", Quantity::Time, 0.01 * us, 50 * us, "CU remote stores: bytes in flight / rate (Little's law)", false},
@@ -88,19 +91,68 @@ class LiveNode {
     const double cap = hw.get("ce.peak"), fc = hw.get("ce.fabric_cost");
     copy[s][d]->submit(label, [this, s, d, bytes, cap, fc, label](std::function<void()> fin) {
       const double extra = copy[d][s]->outstanding() > 0 ? hw.get_or("ce.opposite_direction_latency", 0.0) : 0.0;
-      net.start({.name = label, .bytes = bytes, .path = {{mem[s], fc}, {link[s][d], 1.0}, {mem[d], fc}}, .rate_cap_Bps = cap,
-                 .start_latency = extra, .share = cap, .lane = copy[s][d]->name() + " data", .on_done = std::move(fin)});
+      auto id = std::make_shared<sim::FlowId>(-1);
+      *id = net.start({.name = label, .bytes = bytes, .path = {{mem[s], fc}, {link[s][d], 1.0}, {mem[d], fc}},
+                       .rate_cap_Bps = cap, .start_latency = extra, .share = cap, .lane = copy[s][d]->name() + " data",
+                       .on_done = [this, s, d, id, fin = std::move(fin)] {
+                         copy_flows[s].erase(*id);
+                         copy_flows[d].erase(*id);
+                         fin();
+                       }});
+      if (!net.done(*id)) {
+        copy_flows[s].insert(*id);
+        copy_flows[d].insert(*id);
+      }
     }, std::move(done));
   }
 
-  /// One BLAS GEMM call of [rows, n] x k on rank r: an HBM flow capped at the table's rate.
-  void gemm(int r, int64_t rows, int64_t n, int64_t k, const std::string& label, std::function<void()> done) {
-    const double t = blas_gemm_time(hw, rows, n, k);
-    const double bytes = hw.get("gemm.hbm_traffic_factor") * 2.0 * (double(rows) * k + double(n) * k + double(rows) * n);
-    const double cap = bytes / t;
-    net.start({.name = label, .bytes = bytes, .path = {{mem[r], 1.0}}, .rate_cap_Bps = cap, .share = cap,
-               .lane = fmt::format("gpu{}/sm", r), .on_done = std::move(done)});
+  /// Copy-engine bytes per second now crossing rank r's HBM (puts from and to r).
+  double copy_rate(int r) const {
+    double sum = 0;
+    for (auto f : copy_flows[r]) sum += net.rate(f);
+    return sum;
   }
+
+  /// One BLAS GEMM call of [rows, n] x k on rank r. Alone it takes the table's time t (compute-bound:
+  /// it takes no share of the HBM from other flows, as probe_interference shows: copy-engine
+  /// bandwidth is unchanged under a GEMM). While copy-engine traffic crosses r's HBM it runs
+  /// 1 + kappa * phi * u times slower (gemm.copy_interference); u is sampled at the start of each of
+  /// kGemmPieces equal pieces of its work, so traffic that starts or stops mid-GEMM counts from the
+  /// next piece on.
+  /// alone_s > 0 replaces the table's time (a probe that measured the same GEMM alone in its own run).
+  void gemm(int r, int64_t rows, int64_t n, int64_t k, const std::string& label, std::function<void()> done,
+            double alone_s = 0) {
+    auto g = std::make_shared<GemmCall>();
+    g->rank = r;
+    g->time = alone_s > 0 ? alone_s : blas_gemm_time(hw, rows, n, k);
+    g->bytes = 2.0 * (double(rows) * k + double(n) * k + double(rows) * n);
+    g->label = label;
+    g->done = std::move(done);
+    gemm_piece(g);
+  }
+
+  /// State of one GEMM call in progress (see gemm()).
+  struct GemmCall {
+    int rank = 0, pieces_done = 0;
+    double time = 0, bytes = 0;
+    std::string label;
+    std::function<void()> done;
+  };
+  void gemm_piece(const std::shared_ptr<GemmCall>& g) {
+    if (g->pieces_done == kGemmPieces) {
+      g->done();
+      return;
+    }
+    const double fabric = hw.get("memory.fabric_bandwidth");
+    const double phi = g->bytes / g->time / fabric;
+    const double slow = 1.0 + hw.get_or("gemm.copy_interference", 0.0) * phi * copy_rate(g->rank) / fabric;
+    net.start({.name = g->label, .bytes = g->bytes / kGemmPieces, .rate_cap_Bps = g->bytes / g->time / slow,
+               .lane = fmt::format("gpu{}/sm", g->rank), .on_done = [this, g] {
+                 ++g->pieces_done;
+                 gemm_piece(g);
+               }});
+  }
+  static constexpr int kGemmPieces = 16;
 
   /// A kernel streaming `bytes` through rank r's HBM after the back-to-back launch gap.
   void stream(int r, double bytes, const std::string& label, std::function<void()> done) {
@@ -135,6 +187,7 @@ class LiveNode {
   std::vector<sim::ResourceId> mem;
   std::vector<std::vector<sim::ResourceId>> link;
   std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> copy;
+  std::vector<std::set<sim::FlowId>> copy_flows = std::vector<std::set<sim::FlowId>>(ws);
 };
 
 /// Calls fn after n calls of the returned function.
@@ -191,16 +244,19 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
       });
     }
   };
+  // r's reduce is enqueued on r's main stream behind its own GEMM calls (stream order) and waits
+  // (cross-GPU events) for every peer's scatter into r; it reads ws slices and writes one.
+  std::vector<int> reduce_waits(ws, 2);  // peers' scatters landed (+ event wait), own GEMM done
+  auto start_reduce = [&](int r) {
+    if (--reduce_waits[r] > 0) return;
+    const double t0 = sim.now();
+    node.stream(r, (ws + 1) * slice, "reduce", [&, r, t0] {
+      mark(r, "reduce", t0);
+      gather(r);
+    });
+  };
   auto reduce_when_received = [&](int r) {
-    // r's reduce waits (cross-GPU events) for every peer's scatter into r; reads ws slices, writes one.
-    auto start_reduce = [&, r] {
-      const double t0 = sim.now();
-      node.stream(r, (ws + 1) * slice, "reduce", [&, r, t0] {
-        mark(r, "reduce", t0);
-        gather(r);
-      });
-    };
-    return after_n(ws - 1, [&, start_reduce] { sim.after(xgpu, start_reduce); });
+    return after_n(ws - 1, [&, r] { sim.after(xgpu, [&, r] { start_reduce(r); }); });
   };
   std::vector<std::function<void()>> received(ws);
   for (int r = 0; r < ws; ++r) received[r] = reduce_when_received(r);
@@ -215,6 +271,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
       node.gemm(r, c.m, c.n, c.k, "gemm", [&, r] {
         mark(r, "gemm", 0);
         t_gemm_end[r] = sim.now();
+        start_reduce(r);  // own GEMM done (stream order)
         for (int p = 0; p < ws; ++p)
           if (p != r)
             sim.after(same, [&, r, p] { node.put(r, p, slice, fmt::format("scatter ->gpu{}", p), [&, p] { received[p](); }); });
@@ -234,6 +291,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
         if (i == order->size()) {
           mark(r, "gemm", 0);
           t_gemm_end[r] = sim.now();
+          start_reduce(r);  // the reduce follows the last band on r's main stream
           return;
         }
         const int dst = (*order)[i];
@@ -342,11 +400,13 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
 
 nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
   static const std::set<std::string> known{"probe", "direction", "size_bytes", "mode", "blocks", "threads",
-                                           "bytes_in_flight_per_thread", "both", "m", "n", "k", "bands"};
+                                           "bytes_in_flight_per_thread", "both", "m", "n", "k", "bands", "background",
+                                           "alone_time_us"};
   for (auto it = p.begin(); it != p.end(); ++it)
     if (!known.count(it->first.as<std::string>()))
       throw std::invalid_argument(fmt::format("unknown probe parameter '{}'", it->first.as<std::string>()));
-  if (!p["probe"]) throw std::invalid_argument("probe parameter 'probe' is missing (peer_copy, cu_remote or gemm_banded)");
+  if (!p["probe"])
+    throw std::invalid_argument("probe parameter 'probe' is missing (peer_copy, cu_remote, gemm_banded or gemm_with_copies)");
   const std::string probe = p["probe"].as<std::string>();
   sim::Simulation sim;
   sim.set_trace(trace);
@@ -382,8 +442,26 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
       });
     };
     (*next)(0);
+  } else if (probe == "gemm_with_copies") {
+    // probe_interference's gemm_time: GPU 0's GEMM while copy-engine puts run out of it (ce_out),
+    // into it (ce_in) or both, started together; the puts last longer than the GEMM. With
+    // alone_time_us (the same probe run's GEMM alone) the GEMM's own time comes from there, so the
+    // point tests the slowdown only, not the run-to-run spread of the GEMM table.
+    for (const char* key : {"m", "n", "k", "background"})
+      if (!p[key]) throw std::invalid_argument(fmt::format("gemm_with_copies: parameter '{}' is missing", key));
+    const int64_t m = p["m"].as<int64_t>(), n = p["n"].as<int64_t>(), k = p["k"].as<int64_t>();
+    const std::string bg = p["background"].as<std::string>();
+    if (bg != "ce_out" && bg != "ce_in" && bg != "ce_both" && bg != "none")
+      throw std::invalid_argument(fmt::format("gemm_with_copies: background '{}' (expected none, ce_out, ce_in or ce_both)", bg));
+    const double alone = p["alone_time_us"] ? p["alone_time_us"].as<double>() * 1e-6 : 0.0;
+    if (p["alone_time_us"] && !(alone > 0)) throw std::invalid_argument("gemm_with_copies: alone_time_us must be > 0");
+    const double xfer = 4.0 * (alone > 0 ? alone : blas_gemm_time(hw, m, n, k)) * hw.get("ce.peak");  // outlasts the GEMM
+    if (bg == "ce_out" || bg == "ce_both") node.put(0, 1, xfer, "put 0->1", [] {});
+    if (bg == "ce_in" || bg == "ce_both") node.put(1, 0, xfer, "put 1->0", [] {});
+    node.gemm(0, m, n, k, "gemm", [&] { t_end = sim.now(); }, alone);
   } else {
-    throw std::invalid_argument(fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote or gemm_banded)", probe));
+    throw std::invalid_argument(
+        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded or gemm_with_copies)", probe));
   }
   sim.run();
   return {{"predicted_us", t_end * 1e6}, {"phases", nlohmann::json::array()}};

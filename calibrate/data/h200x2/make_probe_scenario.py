@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Turn the H200 pair's probe sweeps (calibrate/data/h200x2/*.jsonl) into scenarios/h200x2-probes.yaml:
-copy-engine peer copies (sender-issued, one stream, one and both directions) and CU pulls (every
-sweep), each point citing its file and line. Run from the repository root."""
+copy-engine peer copies (sender-issued, one stream, one and both directions), CU pulls (every
+sweep) and GEMM times under copy-engine traffic (probe_interference gemm_time, ce_out / ce_in /
+ce_both), each point citing its file and line. Run from the repository root."""
 import json
 
 D = 'calibrate/data/h200x2/'
 out = ['# Probe sweeps of the H200 pair as measured points for `fusesim calibrate fit` (model h200_probe).',
        '# Generated from calibrate/data/h200x2/*.jsonl by calibrate/data/h200x2/make_probe_scenario.py; each',
        '# value cites its file and line. Machine, date, command and commit: calibrate/data/h200x2/README.md.',
-       'scenario: h200x2-probes', 'description: "copy-engine and CU-pull probe sweeps of the lent H200 pair"',
+       'scenario: h200x2-probes', 'description: "copy-engine, CU-pull and GEMM-under-copies probe sweeps of the lent H200 pair"',
        'hardware: hw/h200-2gpu.yaml', 'model: h200_probe', 'tolerance_pct: 10', 'cases:']
 for i, line in enumerate(open(D + 'peer_copy.jsonl'), 1):
     r = json.loads(line)
@@ -30,4 +31,13 @@ for i, line in enumerate(open(D + 'cu_remote.jsonl'), 1):
         miss = (', known_miss: "the same 32 B in flight per lane measured 786-995 us depending on vector width x unroll '
                 f'(vec {r.get("vec_bytes")} B x unroll {r.get("unroll")}); the model sees only the bytes in flight"')
     out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/cu_remote.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"{miss}}}")
+for i, line in enumerate(open(D + 'interference.jsonl'), 1):
+    r = json.loads(line)
+    # the GEMM alone in the same run gives the GEMM's own time (alone_time_us): these points test
+    # the slowdown under copy traffic, not the GEMM table
+    if r['measure'] != 'gemm_time' or r['background'] not in ('ce_out', 'ce_in', 'ce_both'):
+        continue
+    out.append(f"  - id: gemm_with_copies/{r['background']}/m={r['m']}")
+    out.append(f"    params: {{probe: gemm_with_copies, background: {r['background']}, m: {r['m']}, n: {r['n']}, k: {r['k']}, alone_time_us: {r['alone_time_us']}}}")
+    out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/interference.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
 open('scenarios/h200x2-probes.yaml', 'w').write('\n'.join(out) + '\n')
