@@ -128,7 +128,10 @@ void run_nvlink(Ctx& x) {
       int fh = 0;
       for (int f = 0; f < F; ++f) fh += r.tokens_to[d - F][f] > 0;
       const double bytes = double(T) * (fh + 1) * tok;
-      dur = x.P("afd.reduce_fixed") + x.P("afd.reduce_per_source") * fh + bytes / x.P("gpu.hbm_copy_bandwidth");
+      // The partials were just written into this GPU's receive buffers by the FFN ranks' NVLink
+      // stores and are read back once (largely from L2), so the reduce streams at its own rate,
+      // not at the device-to-device copy rate of the expansion epilogue.
+      dur = x.P("afd.reduce_fixed") + x.P("afd.reduce_per_source") * fh + bytes / x.P("afd.reduce_bandwidth");
     } else {
       dur = x.P("masked.idle_epilogue");
     }

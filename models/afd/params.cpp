@@ -72,6 +72,9 @@ std::vector<ParamDecl> afd_param_decls() {
         "flags and tail publication, issued one destination after another)"),
       T("afd.reduce_fixed", 0, 50, "combine_reduce_epilogue fixed cost"),
       T("afd.reduce_per_source", 0, 20, "combine_reduce_epilogue cost per FFN rank whose partial is read"),
+      B("afd.reduce_bandwidth", 100, 20000,
+        "combine_reduce_epilogue streaming rate, bytes read (one partial per FFN rank hit) plus bytes "
+        "written per second; the partials arrived by NVLink stores just before and are read once"),
       T("afd.kernel_gap", 0, 10, "launch gap between consecutive kernels of one stream"),
       T("afd.exchange_gap", 0, 50, "gap between exchanges: a rank's last kernel end to its next dispatch start"),
       T("afd.timer_offset", 0, 20, "host timer overhead added to the Attention span in the metric"),

@@ -243,8 +243,11 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
   const auto rep = evaluate_afd_scenario(kRoot + "/scenarios/h200x4-afd-timelines.yaml", kRoot, reg());
   ASSERT_FALSE(rep.kernel_points.empty());
   // Issue 6 asks every per-kernel duration within 15% at T >= 128. The model does not meet that yet
-  // (42 of 252 durations miss; see the issue note): this test holds each kernel's MEDIAN to 15% and
-  // the number of misses to what it is now, printing every miss, so any regression fails.
+  // (20 of 252 durations miss, down from 42: reduce epilogue at its own streaming rate, idle kernels
+  // at their measured median, refit): this test holds each kernel's MEDIAN to 15% and the number of
+  // misses to what it is now, printing every miss, so any regression fails. Still missing: the FFN
+  // copy epilogue's launch point at T=128 (1A:3F afd early, masked late), the 2A:2F FFN combine at
+  // T=128-512, and the masked 3A:1F Attention-rank idle epilogues (launched early by PDL).
   std::map<std::string, std::vector<double>> by_kernel;
   int bad = 0;
   for (const auto& p : rep.kernel_points) {
@@ -261,7 +264,7 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
     std::sort(errs.begin(), errs.end());
     EXPECT_LE(errs[errs.size() / 2], 15.0) << kernel;
   }
-  EXPECT_LE(bad, 42) << "more per-kernel durations outside 15% than when the issue note was written";
+  EXPECT_LE(bad, 20) << "more per-kernel durations outside 15% than when the issue note was written";
 }
 
 TEST(AfdScenarioPredictions, PredictionOnlyScenariosRun) {
