@@ -113,12 +113,15 @@ class LiveNode {
     return sum;
   }
 
-  /// One BLAS GEMM call of [rows, n] x k on rank r. Alone it takes the table's time t (compute-bound:
-  /// it takes no share of the HBM from other flows, as probe_interference shows: copy-engine
-  /// bandwidth is unchanged under a GEMM). While copy-engine traffic crosses r's HBM it runs
-  /// 1 + kappa * phi * u times slower (gemm.copy_interference); u is sampled at the start of each of
-  /// kGemmPieces equal pieces of its work, so traffic that starts or stops mid-GEMM counts from the
-  /// next piece on.
+  /// One BLAS GEMM call of [rows, n] x k on rank r (bf16 operands and output, 2 bytes each). Alone
+  /// it takes the table's time t (compute-bound: it takes no share of the HBM from other flows, as
+  /// probe_interference shows: copy-engine bandwidth is unchanged under a GEMM, x0.997-1.004). While
+  /// copy-engine traffic crosses r's HBM it runs 1 + kappa * phi * u times slower, with kappa =
+  /// gemm.copy_interference (fitted on the 12 gemm_with_copies points of scenarios/h200x2-probes.yaml),
+  /// phi = 2 (rows k + n k + rows n) / t / memory.fabric_bandwidth (its own HBM intensity, 0.12..0.36
+  /// for M 16384..512 at N 7168) and u = copy-engine bytes/s from and to r / memory.fabric_bandwidth.
+  /// u is sampled at the start of each of kGemmPieces equal pieces of its work, so traffic that
+  /// starts or stops mid-GEMM counts from the next piece on.
   /// alone_s > 0 replaces the table's time (a probe that measured the same GEMM alone in its own run).
   void gemm(int r, int64_t rows, int64_t n, int64_t k, const std::string& label, std::function<void()> done,
             double alone_s = 0) {
@@ -207,7 +210,19 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
     throw std::invalid_argument(fmt::format("world_size: {} (the hardware file '{}' has {} GPUs)", c.world_size, hw.name(), hw.gpus()));
   if (c.bands < c.world_size || c.bands % c.world_size) throw std::invalid_argument("bands: must be a positive multiple of world_size");
   if (c.m % c.bands || c.m % c.world_size) throw std::invalid_argument(fmt::format("m: {} is not divisible by bands {}", c.m, c.bands));
-  if (c.k < 1 || c.n < 1) throw std::invalid_argument("n, k: must be >= 1");
+  if (c.m < 1 || c.k < 1 || c.n < 1)
+    throw std::invalid_argument(fmt::format("m, n, k: must be >= 1 (got m={}, n={}, k={})", c.m, c.n, c.k));
+  if (c.lsa_blocks < 0 || c.reduce_blocks < 0 || c.lsa_threads < 1)
+    throw std::invalid_argument(fmt::format("lsa_blocks and reduce_blocks must be >= 0 (0: 2 x SMs), lsa_threads >= 1 "
+                                            "(got {}, {}, {})", c.lsa_blocks, c.reduce_blocks, c.lsa_threads));
+  if (hw.has("gpu.hbm_capacity")) {
+    // X [m, k], W [n, k], C, reference, output [m, n] and the receive buffer, bf16, per GPU.
+    const double need = 2.0 * (double(c.m) * c.k + double(c.n) * c.k + 3.5 * double(c.m) * c.n);
+    if (need > hw.get("gpu.hbm_capacity"))
+      throw std::invalid_argument(fmt::format("m={}, n={}, k={}: the program's buffers need {:.1f} GiB per GPU, more than "
+                                              "the {:.1f} GiB of '{}'", c.m, c.n, c.k, need / 1073741824.0,
+                                              hw.get("gpu.hbm_capacity") / 1073741824.0, hw.name()));
+  }
   sim::Simulation sim;
   sim.set_trace(trace);
   sim::FlowNetwork net(sim);
@@ -399,38 +414,90 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
 }
 
 nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
-  static const std::set<std::string> known{"probe", "direction", "size_bytes", "mode", "blocks", "threads",
-                                           "bytes_in_flight_per_thread", "both", "m", "n", "k", "bands", "background",
-                                           "alone_time_us"};
-  for (auto it = p.begin(); it != p.end(); ++it)
-    if (!known.count(it->first.as<std::string>()))
-      throw std::invalid_argument(fmt::format("unknown probe parameter '{}'", it->first.as<std::string>()));
+  static const std::map<std::string, std::set<std::string>> keys{
+      {"peer_copy", {"probe", "direction", "size_bytes"}},
+      {"cu_remote", {"probe", "mode", "blocks", "threads", "bytes_in_flight_per_thread", "size_bytes", "both"}},
+      {"gemm_banded", {"probe", "m", "n", "k", "bands"}},
+      {"gemm_with_copies", {"probe", "m", "n", "k", "background", "alone_time_us"}}};
   if (!p["probe"])
     throw std::invalid_argument("probe parameter 'probe' is missing (peer_copy, cu_remote, gemm_banded or gemm_with_copies)");
   const std::string probe = p["probe"].as<std::string>();
+  const auto kit = keys.find(probe);
+  if (kit == keys.end())
+    throw std::invalid_argument(
+        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded or gemm_with_copies)", probe));
+  for (auto it = p.begin(); it != p.end(); ++it)
+    if (!kit->second.count(it->first.as<std::string>()))
+      throw std::invalid_argument(fmt::format("unknown {} probe parameter '{}'", probe, it->first.as<std::string>()));
+  // Typed reads that name the key on a missing or ill-typed value.
+  auto need = [&](const char* key) -> YAML::Node {
+    if (!p[key]) throw std::invalid_argument(fmt::format("{}: parameter '{}' is missing", probe, key));
+    return p[key];
+  };
+  auto num = [&](const char* key) {
+    try {
+      return need(key).as<double>();
+    } catch (const YAML::Exception&) {
+      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not a number", probe, key, text(p[key])));
+    }
+  };
+  auto count = [&](const char* key) {
+    int64_t v = 0;
+    try {
+      v = need(key).as<int64_t>();
+    } catch (const YAML::Exception&) {
+      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not an integer", probe, key, text(p[key])));
+    }
+    if (v < 1) throw std::invalid_argument(fmt::format("{}: parameter '{}' must be >= 1, got {}", probe, key, v));
+    return v;
+  };
+  auto word = [&](const char* key, std::initializer_list<const char*> allowed) {
+    std::string v;
+    try {
+      v = need(key).as<std::string>();
+    } catch (const YAML::Exception&) {
+      throw std::invalid_argument(fmt::format("{}: parameter '{}' must be a word", probe, key));
+    }
+    for (const char* a : allowed)
+      if (v == a) return v;
+    std::string list;
+    for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+    throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' (expected {})", probe, key, v, list));
+  };
   sim::Simulation sim;
   sim.set_trace(trace);
   sim::FlowNetwork net(sim);
   LiveNode node(hw, 2, sim, net);
   double t_end = 0;
   if (probe == "peer_copy") {
-    const double bytes = p["size_bytes"].as<double>();
-    const bool both = p["direction"] && p["direction"].as<std::string>() == "both";
+    const double bytes = num("size_bytes");
+    if (!(bytes > 0)) throw std::invalid_argument("peer_copy: size_bytes must be > 0");
+    const bool both = p["direction"] && word("direction", {"one", "both"}) == "both";
     auto done = after_n(both ? 2 : 1, [&] { t_end = sim.now(); });
     node.put(0, 1, bytes, "put 0->1", done);
     if (both) node.put(1, 0, bytes, "put 1->0", done);
   } else if (probe == "cu_remote") {
-    if (p["mode"] && p["mode"].as<std::string>() != "pull") throw std::invalid_argument("cu_remote: only mode pull is modelled");
-    const double bytes = p["size_bytes"].as<double>();
-    const int blocks = p["blocks"].as<int>(), threads = p["threads"].as<int>();
-    const double per_thread = p["bytes_in_flight_per_thread"].as<double>();
-    const bool both = p["both"] && p["both"].as<bool>();
+    if (p["mode"]) word("mode", {"pull"});  // only pulls are modelled
+    const double bytes = num("size_bytes");
+    if (!(bytes > 0)) throw std::invalid_argument("cu_remote: size_bytes must be > 0");
+    const int blocks = int(count("blocks")), threads = int(count("threads"));
+    const double per_thread = num("bytes_in_flight_per_thread");
+    if (!(per_thread > 0)) throw std::invalid_argument("cu_remote: bytes_in_flight_per_thread must be > 0");
+    bool both = false;
+    if (p["both"]) {
+      try {
+        both = p["both"].as<bool>();
+      } catch (const YAML::Exception&) {
+        throw std::invalid_argument("cu_remote: parameter 'both' must be true or false");
+      }
+    }
     auto done = after_n(both ? 2 : 1, [&] { t_end = sim.now(); });
     node.pull(0, 1, bytes, blocks, threads, per_thread, 1.0, "pull 1->0", done);
     if (both) node.pull(1, 0, bytes, blocks, threads, per_thread, 1.0, "pull 0->1", done);
   } else if (probe == "gemm_banded") {
-    const int64_t m = p["m"].as<int64_t>(), n = p["n"].as<int64_t>(), k = p["k"].as<int64_t>();
-    const int bands = p["bands"].as<int>();
+    const int64_t m = count("m"), n = count("n"), k = count("k");
+    const int bands = int(count("bands"));
+    if (m % bands) throw std::invalid_argument(fmt::format("gemm_banded: m={} is not divisible by bands={}", m, bands));
     auto next = std::make_shared<std::function<void(int)>>();
     *next = [&, next, m, n, k, bands](int b) {
       if (b == bands) {
@@ -447,13 +514,9 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     // into it (ce_in) or both, started together; the puts last longer than the GEMM. With
     // alone_time_us (the same probe run's GEMM alone) the GEMM's own time comes from there, so the
     // point tests the slowdown only, not the run-to-run spread of the GEMM table.
-    for (const char* key : {"m", "n", "k", "background"})
-      if (!p[key]) throw std::invalid_argument(fmt::format("gemm_with_copies: parameter '{}' is missing", key));
-    const int64_t m = p["m"].as<int64_t>(), n = p["n"].as<int64_t>(), k = p["k"].as<int64_t>();
-    const std::string bg = p["background"].as<std::string>();
-    if (bg != "ce_out" && bg != "ce_in" && bg != "ce_both" && bg != "none")
-      throw std::invalid_argument(fmt::format("gemm_with_copies: background '{}' (expected none, ce_out, ce_in or ce_both)", bg));
-    const double alone = p["alone_time_us"] ? p["alone_time_us"].as<double>() * 1e-6 : 0.0;
+    const int64_t m = count("m"), n = count("n"), k = count("k");
+    const std::string bg = word("background", {"none", "ce_out", "ce_in", "ce_both"});
+    const double alone = p["alone_time_us"] ? num("alone_time_us") * 1e-6 : 0.0;
     if (p["alone_time_us"] && !(alone > 0)) throw std::invalid_argument("gemm_with_copies: alone_time_us must be > 0");
     const double xfer = 4.0 * (alone > 0 ? alone : blas_gemm_time(hw, m, n, k)) * hw.get("ce.peak");  // outlasts the GEMM
     if (bg == "ce_out" || bg == "ce_both") node.put(0, 1, xfer, "put 0->1", [] {});

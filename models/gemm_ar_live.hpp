@@ -46,12 +46,14 @@ struct LiveResult {
 
 /**
  * Simulate one point of gemm_ar_live on the engine: per rank an HBM resource and one link resource
- * per direction; GEMM calls as HBM flows capped at the table's per-call rate; copy-engine puts as
+ * per direction; GEMM calls compute-bound at the table's per-call time (they take no HBM share from
+ * other flows), slowed by 1 + kappa*phi*u while copy-engine traffic crosses their GPU's HBM
+ * (gemm.copy_interference; phi and u defined there); copy-engine puts as
  * FIFO commands per (rank, peer) stream with a command latency and a capped flow over source HBM,
  * link and destination HBM; the reduce as an HBM-bound kernel; LSA loads by Little's law over the
  * remote round trip; cross-GPU event waits as a fixed latency. Errors: std::invalid_argument for
  * an unknown mode, world size other than 2..hw.gpus(), bands not a multiple of world size, M not
- * divisible by bands.
+ * divisible by bands, M/N/K < 1, negative grids, or buffers larger than gpu.hbm_capacity.
  */
 LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, sim::TraceSink* trace = nullptr);
 
@@ -62,7 +64,11 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
  * Case runner for the calibration probes (model `h200_probe`): params {probe: peer_copy, direction:
  * one|both, size_bytes} (copy-engine put(s) of that size, time from release to the last byte), or
  * {probe: cu_remote, mode: pull, blocks, threads, bytes_in_flight_per_thread, size_bytes, both},
- * or {probe: gemm_banded, m, n, k, bands}. Returns {"predicted_us": ...}.
+ * or {probe: gemm_banded, m, n, k, bands}, or {probe: gemm_with_copies, m, n, k, background:
+ * none|ce_out|ce_in|ce_both, alone_time_us?} (probe_interference's GEMM time under copy-engine
+ * puts; alone_time_us, the same run's GEMM alone, replaces the table's time). Returns
+ * {"predicted_us": ...}. Errors: std::invalid_argument naming the probe and the key for an unknown
+ * probe or key, a missing or ill-typed value, or a value out of range.
  */
 nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
 
