@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "blaslt_gemm.hpp"
@@ -145,8 +146,10 @@ int main(int argc, char** argv) {
   const int lsa_threads = static_cast<int>(args.integer("--lsa-threads", 512, "LSA gather block size"));
   const bool check_only = args.flag("--check-only", "validate every point, print no timings");
   const bool band_timing = args.flag("--band-timing",
-                                     "overlapped: also record a timed event after each band GEMM and after each "
-                                     "rank's reduce (medians reported as band_end_us / reduce_end_us per rank)");
+                                     "also record timed events at each phase boundary: after each band GEMM or the "
+                                     "GEMM, after each put (on its copy stream), before and after the reduce, before "
+                                     "and after the LSA gather; medians since the rank's start as mark_<name>_us, one "
+                                     "value per rank");
   args.finish(kUsage);
 
   const int visible = require_devices(2);
@@ -202,8 +205,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Event> start, end;
     std::unique_ptr<SyncEvent> gemm_done, reduced, lsa_done;
     std::vector<std::unique_ptr<SyncEvent>> band_done, sent, gathered;  // [band], [peer], [peer]
-    std::vector<std::unique_ptr<Event>> band_end;                       // [issue order], --band-timing
-    std::unique_ptr<Event> reduce_end;                                  // --band-timing
+    std::map<std::string, std::unique_ptr<Event>> marks;                // --band-timing: name -> event
   };
   std::vector<Rank> rk(ws);
   for (int r = 0; r < ws; ++r) {
@@ -218,8 +220,6 @@ int main(int argc, char** argv) {
       R.gathered.push_back(std::make_unique<SyncEvent>(r));
     }
     for (int b = 0; b < bands; ++b) R.band_done.push_back(std::make_unique<SyncEvent>(r));
-    for (int b = 0; b < bands; ++b) R.band_end.push_back(std::make_unique<Event>(r));
-    R.reduce_end = std::make_unique<Event>(r);
     R.x = DeviceBuffer(r, static_cast<size_t>(max_m * k * 2));
     R.w = DeviceBuffer(r, static_cast<size_t>(max_n * k * 2));
     R.c = DeviceBuffer(r, c_bytes);
@@ -339,7 +339,13 @@ int main(int argc, char** argv) {
       auto recv_at = [&](int dst, int src) { return rk[dst].recv.as<char>() + slot(src, dst) * slice_bytes; };
 
       // Enqueues one iteration of `mode` on every rank (gated or not).
-      const bool timing_marks = band_timing;
+      // Timed phase marks (--band-timing), recorded on `stream` of rank r (the current device).
+      auto mark = [&](int r, const std::string& name, hipStream_t stream) {
+        if (!band_timing) return;
+        auto& ev = rk[r].marks[name];
+        if (!ev) ev = std::make_unique<Event>(r);
+        GPU_CHECK(hipEventRecord(ev->e, stream));
+      };
       auto enqueue = [&](const std::string& mode, bool gated) {
         for (int r = 0; r < ws; ++r) {
           GPU_CHECK(hipSetDevice(r));
@@ -350,6 +356,7 @@ int main(int argc, char** argv) {
           for (int r = 0; r < ws; ++r) {
             GPU_CHECK(hipSetDevice(r));
             full[r]->run(rk[r].x.ptr, rk[r].w.ptr, rk[r].c.ptr, rk[r].work.ptr, rk[r].main->s);
+            mark(r, "gemm_end", rk[r].main->s);
           }
         } else if (mode == "split" || mode == "overlapped") {
           // Phase 1: GEMM and reduce-scatter puts.
@@ -359,10 +366,12 @@ int main(int argc, char** argv) {
             if (mode == "split") {
               full[r]->run(R.x.ptr, R.w.ptr, R.c.ptr, R.work.ptr, R.main->s);
               GPU_CHECK(hipEventRecord(R.gemm_done->e, R.main->s));
+              mark(r, "gemm_end", R.main->s);
               for (int p = 0; p < ws; ++p) {
                 if (p == r) continue;
                 GPU_CHECK(hipStreamWaitEvent(R.copy[p]->s, R.gemm_done->e, 0));
                 GPU_CHECK(hipMemcpyPeerAsync(recv_at(p, r), p, c_rows(r, p * slice_rows), r, slice_bytes, R.copy[p]->s));
+                mark(r, "scatter_end_to" + std::to_string(p), R.copy[p]->s);
               }
             } else {
               int issued = 0;
@@ -372,12 +381,13 @@ int main(int argc, char** argv) {
                   const int b = dst * bands_per_slice + bi;
                   const long long row = b * band_rows;
                   band[r]->run(R.x.as<char>() + row * k * 2, R.w.ptr, c_rows(r, row), R.work.ptr, R.main->s);
-                  if (timing_marks && mode == "overlapped") GPU_CHECK(hipEventRecord(R.band_end[issued++]->e, R.main->s));
+                  mark(r, "band" + std::to_string(issued++) + "_end", R.main->s);
                   if (dst == r) continue;
                   GPU_CHECK(hipEventRecord(R.band_done[b]->e, R.main->s));
                   GPU_CHECK(hipStreamWaitEvent(R.copy[dst]->s, R.band_done[b]->e, 0));
                   GPU_CHECK(hipMemcpyPeerAsync(recv_at(dst, r) + bi * band_bytes, dst, c_rows(r, row), r, band_bytes,
                                                R.copy[dst]->s));
+                  mark(r, "scatter_band" + std::to_string(issued - 1) + "_end_to" + std::to_string(dst), R.copy[dst]->s);
                 }
               }
             }
@@ -394,10 +404,11 @@ int main(int argc, char** argv) {
               GPU_CHECK(hipStreamWaitEvent(R.main->s, rk[p].sent[r]->e, 0));
               srcs.push_back(recv_at(r, p));
             }
+            mark(r, "reduce_start", R.main->s);
             launch_reduce_bf16(srcs.data(), ws, out_rows(r, r * slice_rows), slice_elems, reduce_blocks,
                                reduce_threads, R.main->s);
             GPU_CHECK(hipEventRecord(R.reduced->e, R.main->s));
-            if (timing_marks) GPU_CHECK(hipEventRecord(R.reduce_end->e, R.main->s));
+            mark(r, "reduce_end", R.main->s);
           }
           // Phase 3: all-gather puts.
           for (int r = 0; r < ws; ++r) {
@@ -409,6 +420,7 @@ int main(int argc, char** argv) {
               GPU_CHECK(hipMemcpyPeerAsync(out_rows(p, r * slice_rows), p, out_rows(r, r * slice_rows), r, slice_bytes,
                                            R.copy[p]->s));
               GPU_CHECK(hipEventRecord(R.gathered[p]->e, R.copy[p]->s));
+              mark(r, "gather_end_to" + std::to_string(p), R.copy[p]->s);
             }
           }
           // Phase 4: a rank is done when its outgoing and incoming gathers are.
@@ -425,6 +437,7 @@ int main(int argc, char** argv) {
             GPU_CHECK(hipSetDevice(r));
             full[r]->run(rk[r].x.ptr, rk[r].w.ptr, rk[r].c.ptr, rk[r].work.ptr, rk[r].main->s);
             GPU_CHECK(hipEventRecord(rk[r].gemm_done->e, rk[r].main->s));
+            mark(r, "gemm_end", rk[r].main->s);
           }
           for (int r = 0; r < ws; ++r) {
             GPU_CHECK(hipSetDevice(r));
@@ -433,15 +446,18 @@ int main(int argc, char** argv) {
               if (q != r) GPU_CHECK(hipStreamWaitEvent(rk[r].main->s, rk[q].gemm_done->e, 0));
               srcs.push_back(c_rows(q, r * slice_rows));  // peer pointers for q != r
             }
+            mark(r, "reduce_start", rk[r].main->s);
             launch_reduce_bf16(srcs.data(), ws, out_rows(r, r * slice_rows), slice_elems, reduce_blocks,
                                reduce_threads, rk[r].main->s);
             GPU_CHECK(hipEventRecord(rk[r].reduced->e, rk[r].main->s));
+            mark(r, "reduce_end", rk[r].main->s);
           }
           for (int r = 0; r < ws; ++r) {
             GPU_CHECK(hipSetDevice(r));
             for (int p = 0; p < ws; ++p) {
               if (p == r) continue;
               GPU_CHECK(hipStreamWaitEvent(rk[r].main->s, rk[p].reduced->e, 0));
+              mark(r, "gather_start_from" + std::to_string(p), rk[r].main->s);
               launch_strided_copy(out_rows(p, p * slice_rows), out_rows(r, p * slice_rows), slice_bytes, lsa_blocks,
                                   lsa_threads, 16, 4, rk[r].main->s);
             }
@@ -464,14 +480,14 @@ int main(int argc, char** argv) {
       };
 
       for (const auto& mode : modes) {
+        for (int r = 0; r < ws; ++r) rk[r].marks.clear();  // marks of this mode only
         poison();
         enqueue(mode, false);
         sync_all();
         double rel_l2 = validate(mode);
         bool ok = std::isfinite(rel_l2) && rel_l2 < 1e-2 && std::isfinite(ref_sample) && ref_sample < 1e-2;
         std::vector<double> times, per_rank[kMaxRanks];
-        std::vector<std::vector<double>> band_marks(ws * bands), reduce_marks(ws);
-        const bool marks = band_timing && (mode == "overlapped" || mode == "split");
+        std::vector<std::map<std::string, std::vector<double>>> mark_times(ws);  // rank -> name -> times
         if (check_only) {
           poison();
           enqueue(mode, true);
@@ -490,12 +506,8 @@ int main(int argc, char** argv) {
               double t = elapsed_us(rk[r].start->e, rk[r].end->e);
               per_rank[r].push_back(t);
               worst = std::max(worst, t);
-              if (marks) {
-                if (mode == "overlapped")
-                  for (int b = 0; b < bands; ++b)
-                    band_marks[r * bands + b].push_back(elapsed_us(rk[r].start->e, rk[r].band_end[b]->e));
-                reduce_marks[r].push_back(elapsed_us(rk[r].start->e, rk[r].reduce_end->e));
-              }
+              if (band_timing)
+                for (auto& [name, ev] : rk[r].marks) mark_times[r][name].push_back(elapsed_us(rk[r].start->e, ev->e));
             }
             times.push_back(worst);
           }
@@ -521,13 +533,15 @@ int main(int argc, char** argv) {
             .integer("lsa_threads", lsa_threads).boolean("gate_timeout", gate.timed_out())
             .str("gemm_algo_fingerprint", full[0]->algo_fingerprint())
             .str("band_algo_fingerprint", band[0]->algo_fingerprint());
-        if (marks && !check_only) {
-          std::vector<double> bm, rm;
-          for (auto& v : band_marks)
-            if (!v.empty()) bm.push_back(stats_of(v).median);
-          for (auto& v : reduce_marks) rm.push_back(stats_of(v).median);
-          if (!bm.empty()) j.num_list("band_end_us", bm);  // rank-major, issue order
-          j.num_list("reduce_end_us", rm);
+        if (band_timing && !check_only) {
+          // Names recorded this mode (events of earlier modes stay in the map but were not recorded
+          // in this mode's iterations: only names whose every rank has ws x iters samples count).
+          std::map<std::string, std::vector<double>> per_name;
+          for (int r = 0; r < ws; ++r)
+            for (auto& [name, v] : mark_times[r])
+              if (static_cast<int>(v.size()) == iters) per_name[name].push_back(stats_of(v).median);
+          for (auto& [name, v] : per_name)
+            if (static_cast<int>(v.size()) == ws) j.num_list("mark_" + name + "_us", v);
         }
         rep.emit(j);
       }

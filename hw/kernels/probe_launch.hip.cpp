@@ -15,9 +15,11 @@
 //   event_wait_cross_gpu_us   the same when the second stream is on GPU 1 (round trip back to 0,
 //                             halved: one cross-GPU wait)
 //   copy_hop_us               a kernel's end to a dependent kernel's start on the other GPU through
-//                             an event-gated 4 KiB copy-engine put on a second stream (the pattern
-//                             of gemm_ar_live's scatter -> reduce): round trip GPU0 -> GPU1 -> GPU0
-//                             minus 3 kernels on one stream, halved
+//                             an event-gated copy-engine put on a second stream (the pattern of
+//                             gemm_ar_live's scatter -> reduce), per put size (--hop-sizes): round
+//                             trip GPU0 -> GPU1 -> GPU0 minus 3 kernels on one stream, halved; with
+//                             put_leg_us (kernel end to put end on GPU0)
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
   const int iters = static_cast<int>(args.integer("--iters", 51, "samples per quantity (median)"));
   const int batch = static_cast<int>(args.integer("--batch", 200, "launches per back-to-back sample"));
+  const auto hop_sizes = args.int_list("--hop-sizes", {4096, 1048576, 16777216}, "put sizes of the copy hop (bytes)");
   args.finish("probe_launch: launch latency and graph-replay floor (JSON lines on stdout)");
 
   int ndev = require_devices(1);
@@ -242,46 +245,57 @@ int main(int argc, char** argv) {
         .str("note", "GPU0 kernel -> GPU1 kernel -> GPU0 kernel joined by events, minus 3 on one stream, halved");
     rep.emit(j);
 
-    // The copy hop: kernel (GPU0 st) -> event -> put 4 KiB on GPU0's copy stream -> event ->
-    // kernel (GPU1) -> event -> put 4 KiB back on GPU1's copy stream -> event -> kernel (GPU0 st).
+    // The copy hop: kernel (GPU0 st) -> event -> put of S bytes on GPU0's copy stream -> event ->
+    // kernel (GPU1) -> event -> put back on GPU1's copy stream -> event -> kernel (GPU0 st), for each
+    // S in --hop-sizes. put_leg_us: GPU0's start to the end of its put (same device), minus one
+    // kernel (base3 - base2): the same-GPU event wait + the put.
     Stream copy0(0), copy1(1);
     Event ev_a(0), ev_b(0), ev_c(1), ev_d(1);
-    DeviceBuffer buf0(0, 4096), buf1(1, 4096);
-    std::vector<double> hops;
-    for (int i = 0; i < iters + 3; ++i) {
-      GPU_CHECK(hipSetDevice(0));
-      gate.arm(st.s);
-      GPU_CHECK(hipEventRecord(e0.e, st.s));
-      launch_empty_kernel(1, 32, st.s);
-      GPU_CHECK(hipEventRecord(ev_a.e, st.s));
-      GPU_CHECK(hipStreamWaitEvent(copy0.s, ev_a.e, 0));
-      GPU_CHECK(hipMemcpyPeerAsync(buf1.ptr, 1, buf0.ptr, 0, 4096, copy0.s));
-      GPU_CHECK(hipEventRecord(ev_b.e, copy0.s));
-      GPU_CHECK(hipSetDevice(1));
-      GPU_CHECK(hipStreamWaitEvent(remote.s, ev_b.e, 0));
-      launch_empty_kernel(1, 32, remote.s);
-      GPU_CHECK(hipEventRecord(ev_c.e, remote.s));
-      GPU_CHECK(hipStreamWaitEvent(copy1.s, ev_c.e, 0));
-      GPU_CHECK(hipMemcpyPeerAsync(buf0.ptr, 0, buf1.ptr, 1, 4096, copy1.s));
-      GPU_CHECK(hipEventRecord(ev_d.e, copy1.s));
-      GPU_CHECK(hipSetDevice(0));
-      GPU_CHECK(hipStreamWaitEvent(st.s, ev_d.e, 0));
-      launch_empty_kernel(1, 32, st.s);
-      GPU_CHECK(hipEventRecord(e1.e, st.s));
-      gate.release();
-      GPU_CHECK(hipDeviceSynchronize());
-      GPU_CHECK(hipSetDevice(1));
-      GPU_CHECK(hipDeviceSynchronize());
-      GPU_CHECK(hipSetDevice(0));
-      if (i >= 3) hops.push_back(elapsed_us(e0.e, e1.e));
+    const long long max_hop = *std::max_element(hop_sizes.begin(), hop_sizes.end());
+    DeviceBuffer buf0(0, static_cast<size_t>(max_hop)), buf1(1, static_cast<size_t>(max_hop));
+    for (long long hop_bytes : hop_sizes) {
+      const size_t hb = static_cast<size_t>(hop_bytes);
+      std::vector<double> hops, legs;
+      for (int i = 0; i < iters + 3; ++i) {
+        GPU_CHECK(hipSetDevice(0));
+        gate.arm(st.s);
+        GPU_CHECK(hipEventRecord(e0.e, st.s));
+        launch_empty_kernel(1, 32, st.s);
+        GPU_CHECK(hipEventRecord(ev_a.e, st.s));
+        GPU_CHECK(hipStreamWaitEvent(copy0.s, ev_a.e, 0));
+        GPU_CHECK(hipMemcpyPeerAsync(buf1.ptr, 1, buf0.ptr, 0, hb, copy0.s));
+        GPU_CHECK(hipEventRecord(ev_b.e, copy0.s));
+        GPU_CHECK(hipSetDevice(1));
+        GPU_CHECK(hipStreamWaitEvent(remote.s, ev_b.e, 0));
+        launch_empty_kernel(1, 32, remote.s);
+        GPU_CHECK(hipEventRecord(ev_c.e, remote.s));
+        GPU_CHECK(hipStreamWaitEvent(copy1.s, ev_c.e, 0));
+        GPU_CHECK(hipMemcpyPeerAsync(buf0.ptr, 0, buf1.ptr, 1, hb, copy1.s));
+        GPU_CHECK(hipEventRecord(ev_d.e, copy1.s));
+        GPU_CHECK(hipSetDevice(0));
+        GPU_CHECK(hipStreamWaitEvent(st.s, ev_d.e, 0));
+        launch_empty_kernel(1, 32, st.s);
+        GPU_CHECK(hipEventRecord(e1.e, st.s));
+        gate.release();
+        GPU_CHECK(hipDeviceSynchronize());
+        GPU_CHECK(hipSetDevice(1));
+        GPU_CHECK(hipDeviceSynchronize());
+        GPU_CHECK(hipSetDevice(0));
+        if (i >= 3) {
+          hops.push_back(elapsed_us(e0.e, e1.e));
+          legs.push_back(elapsed_us(e0.e, ev_b.e));
+        }
+      }
+      const double hop_chain = stats_of(hops).median, one_kernel = base3 - base2;
+      JsonLine jh;
+      jh.str("quantity", "copy_hop_us").num("time_us", 0.5 * (hop_chain - base3)).num("chain_us", hop_chain)
+          .num("baseline_us", base3).num("put_leg_us", stats_of(legs).median - one_kernel)
+          .num("one_kernel_us", one_kernel).integer("iters", iters).integer("copy_bytes", hop_bytes)
+          .str("note", "kernel -> event -> peer put of copy_bytes on a copy stream -> event -> kernel on the peer, "
+                       "round trip GPU0 -> GPU1 -> GPU0 minus 3 kernels on one stream, halved; put_leg_us: GPU0's "
+                       "kernel end to its put's end");
+      rep.emit(jh);
     }
-    const double hop_chain = stats_of(hops).median;
-    JsonLine jh;
-    jh.str("quantity", "copy_hop_us").num("time_us", 0.5 * (hop_chain - base3)).num("chain_us", hop_chain)
-        .num("baseline_us", base3).integer("iters", iters).integer("copy_bytes", 4096)
-        .str("note", "kernel -> event -> 4 KiB peer put on a copy stream -> event -> kernel on the peer, round trip "
-                     "GPU0 -> GPU1 -> GPU0 minus 3 kernels on one stream, halved");
-    rep.emit(jh);
   }
   GPU_CHECK(hipGraphExecDestroy(x1));
   GPU_CHECK(hipGraphExecDestroy(xn));
