@@ -42,21 +42,6 @@ using namespace fusesim::gpu;
 
 namespace {
 
-/// An event for ordering only (no timing), on `device`.
-struct SyncEvent {
-  explicit SyncEvent(int device) : dev(device) {
-    GPU_CHECK(hipSetDevice(device));
-    GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
-  }
-  ~SyncEvent() {
-    (void)hipSetDevice(dev);
-    (void)hipEventDestroy(e);
-  }
-  SyncEvent(const SyncEvent&) = delete;
-  SyncEvent& operator=(const SyncEvent&) = delete;
-  hipEvent_t e = nullptr;
-  int dev;
-};
 
 constexpr int kMaxRanks = 8;
 
@@ -149,7 +134,8 @@ int main(int argc, char** argv) {
                                      "also record timed events at each phase boundary: after each band GEMM or the "
                                      "GEMM, after each put (on its copy stream), before and after the reduce, before "
                                      "and after the LSA gather; medians since the rank's start as mark_<name>_us, one "
-                                     "value per rank");
+                                     "value per rank (peerQ = the rank Q after it); these events perturb the times: "
+                                     "use for the timeline, not as the measurement");
   args.finish(kUsage);
 
   const int visible = require_devices(2);
@@ -371,7 +357,7 @@ int main(int argc, char** argv) {
                 if (p == r) continue;
                 GPU_CHECK(hipStreamWaitEvent(R.copy[p]->s, R.gemm_done->e, 0));
                 GPU_CHECK(hipMemcpyPeerAsync(recv_at(p, r), p, c_rows(r, p * slice_rows), r, slice_bytes, R.copy[p]->s));
-                mark(r, "scatter_end_to" + std::to_string(p), R.copy[p]->s);
+                mark(r, "scatter_end_peer" + std::to_string((p - r + ws) % ws), R.copy[p]->s);
               }
             } else {
               int issued = 0;
@@ -387,7 +373,7 @@ int main(int argc, char** argv) {
                   GPU_CHECK(hipStreamWaitEvent(R.copy[dst]->s, R.band_done[b]->e, 0));
                   GPU_CHECK(hipMemcpyPeerAsync(recv_at(dst, r) + bi * band_bytes, dst, c_rows(r, row), r, band_bytes,
                                                R.copy[dst]->s));
-                  mark(r, "scatter_band" + std::to_string(issued - 1) + "_end_to" + std::to_string(dst), R.copy[dst]->s);
+                  mark(r, "scatter_band" + std::to_string(issued - 1) + "_end", R.copy[dst]->s);
                 }
               }
             }
@@ -420,7 +406,7 @@ int main(int argc, char** argv) {
               GPU_CHECK(hipMemcpyPeerAsync(out_rows(p, r * slice_rows), p, out_rows(r, r * slice_rows), r, slice_bytes,
                                            R.copy[p]->s));
               GPU_CHECK(hipEventRecord(R.gathered[p]->e, R.copy[p]->s));
-              mark(r, "gather_end_to" + std::to_string(p), R.copy[p]->s);
+              mark(r, "gather_end_peer" + std::to_string((p - r + ws) % ws), R.copy[p]->s);
             }
           }
           // Phase 4: a rank is done when its outgoing and incoming gathers are.
@@ -457,7 +443,7 @@ int main(int argc, char** argv) {
             for (int p = 0; p < ws; ++p) {
               if (p == r) continue;
               GPU_CHECK(hipStreamWaitEvent(rk[r].main->s, rk[p].reduced->e, 0));
-              mark(r, "gather_start_from" + std::to_string(p), rk[r].main->s);
+              mark(r, "gather_start_peer" + std::to_string((p - r + ws) % ws), rk[r].main->s);
               launch_strided_copy(out_rows(p, p * slice_rows), out_rows(r, p * slice_rows), slice_bytes, lsa_blocks,
                                   lsa_threads, 16, 4, rk[r].main->s);
             }

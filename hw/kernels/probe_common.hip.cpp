@@ -458,6 +458,15 @@ Event::~Event() {
   (void)hipEventDestroy(e);
 }
 
+SyncEvent::SyncEvent(int device) : dev(device) {
+  GPU_CHECK(hipSetDevice(device));
+  GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
+}
+SyncEvent::~SyncEvent() {
+  (void)hipSetDevice(dev);
+  (void)hipEventDestroy(e);
+}
+
 int require_devices(int min_devices) {
   int n = 0;
   GPU_CHECK(hipGetDeviceCount(&n));

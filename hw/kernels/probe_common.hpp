@@ -184,6 +184,17 @@ struct Event {
   int device = -1;
 };
 
+/// An event for ordering only (created with hipEventDisableTiming, as programs use for joins
+/// between streams), on `device`. Not copyable.
+struct SyncEvent {
+  explicit SyncEvent(int device);
+  ~SyncEvent();
+  SyncEvent(const SyncEvent&) = delete;
+  SyncEvent& operator=(const SyncEvent&) = delete;
+  hipEvent_t e = nullptr;
+  int dev = -1;
+};
+
 /// Number of visible GPUs; exits 1 with a clear message if fewer than `min_devices`.
 int require_devices(int min_devices);
 /// Enables peer access between every ordered pair of devices in [0, n). Exits 1 if a pair cannot

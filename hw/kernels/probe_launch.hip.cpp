@@ -169,9 +169,13 @@ int main(int argc, char** argv) {
   }
   emit("graph_kernel_in_graph_us", v, "device time per kernel inside one replay of a batch-kernel graph");
 
-  // Event waits: k on st, then k on st2 after waiting on st's event, vs both on st.
-  Event mid(0);
-  auto chain = [&](hipStream_t second, int second_dev, Event* back) {
+  // Event waits: k on st, then k on st2 after waiting on st's event, vs both on st. The joining
+  // events are timing events (Event) or ordering-only ones (SyncEvent, what gemm_ar_live uses);
+  // both are measured, the "_sync" quantities with ordering-only joins.
+  Event mid_t(0);
+  SyncEvent mid_s(0);
+  hipEvent_t mid_e = mid_t.e;
+  auto chain = [&](hipStream_t second, int second_dev, hipEvent_t back_e) {
     std::vector<double> out;
     for (int i = 0; i < iters + 3; ++i) {
       GPU_CHECK(hipSetDevice(0));
@@ -179,14 +183,14 @@ int main(int argc, char** argv) {
       GPU_CHECK(hipEventRecord(e0.e, st.s));
       launch_empty_kernel(1, 32, st.s);
       if (second) {
-        GPU_CHECK(hipEventRecord(mid.e, st.s));
+        GPU_CHECK(hipEventRecord(mid_e, st.s));
         GPU_CHECK(hipSetDevice(second_dev));
-        GPU_CHECK(hipStreamWaitEvent(second, mid.e, 0));
+        GPU_CHECK(hipStreamWaitEvent(second, mid_e, 0));
         launch_empty_kernel(1, 32, second);
-        if (back) {
-          GPU_CHECK(hipEventRecord(back->e, second));
+        if (back_e) {
+          GPU_CHECK(hipEventRecord(back_e, second));
           GPU_CHECK(hipSetDevice(0));
-          GPU_CHECK(hipStreamWaitEvent(st.s, back->e, 0));
+          GPU_CHECK(hipStreamWaitEvent(st.s, back_e, 0));
           launch_empty_kernel(1, 32, st.s);
         } else {
           GPU_CHECK(hipEventRecord(e1.e, second));
@@ -195,7 +199,7 @@ int main(int argc, char** argv) {
         launch_empty_kernel(1, 32, st.s);
       }
       GPU_CHECK(hipSetDevice(0));
-      if (!second || back) GPU_CHECK(hipEventRecord(e1.e, st.s));
+      if (!second || back_e) GPU_CHECK(hipEventRecord(e1.e, st.s));
       gate.release();
       GPU_CHECK(hipDeviceSynchronize());
       if (second_dev != 0) {
@@ -209,17 +213,21 @@ int main(int argc, char** argv) {
   };
   // Same-stream chains of 2 and 3 kernels are the baselines.
   const double base2 = chain(nullptr, 0, nullptr);
-  const double same = chain(st2.s, 0, nullptr);
-  {
+  for (int kind = 0; kind < 2; ++kind) {
+    mid_e = kind == 0 ? mid_t.e : mid_s.e;
+    const double same = chain(st2.s, 0, nullptr);
     JsonLine j;
-    j.str("quantity", "event_wait_same_gpu_us").num("time_us", same - base2).num("chain_us", same)
-        .num("baseline_us", base2).integer("iters", iters)
-        .str("note", "2 kernels across 2 streams of GPU 0 joined by an event, minus 2 on one stream");
+    j.str("quantity", kind == 0 ? "event_wait_same_gpu_us" : "event_wait_same_gpu_sync_us")
+        .num("time_us", same - base2).num("chain_us", same).num("baseline_us", base2).integer("iters", iters)
+        .str("note", kind == 0 ? "2 kernels across 2 streams of GPU 0 joined by a timing event, minus 2 on one stream"
+                               : "2 kernels across 2 streams of GPU 0 joined by an ordering-only event "
+                                 "(hipEventDisableTiming), minus 2 on one stream");
     rep.emit(j);
   }
   if (ndev >= 2) {
     Stream remote(1);
-    Event back(1);
+    Event back_t(1);
+    SyncEvent back_s(1);
     for (int i = 0; i < 5; ++i) {  // load the kernel on GPU 1
       GPU_CHECK(hipSetDevice(1));
       launch_empty_kernel(1, 32, remote.s);
@@ -238,42 +246,57 @@ int main(int argc, char** argv) {
       if (i >= 3) b3.push_back(elapsed_us(e0.e, e1.e));
     }
     const double base3 = stats_of(b3).median;
-    const double cross = chain(remote.s, 1, &back);
-    JsonLine j;
-    j.str("quantity", "event_wait_cross_gpu_us").num("time_us", 0.5 * (cross - base3)).num("chain_us", cross)
-        .num("baseline_us", base3).integer("iters", iters)
-        .str("note", "GPU0 kernel -> GPU1 kernel -> GPU0 kernel joined by events, minus 3 on one stream, halved");
-    rep.emit(j);
+    for (int kind = 0; kind < 2; ++kind) {
+      mid_e = kind == 0 ? mid_t.e : mid_s.e;
+      const double cross = chain(remote.s, 1, kind == 0 ? back_t.e : back_s.e);
+      JsonLine j;
+      j.str("quantity", kind == 0 ? "event_wait_cross_gpu_us" : "event_wait_cross_gpu_sync_us")
+          .num("time_us", 0.5 * (cross - base3)).num("chain_us", cross).num("baseline_us", base3)
+          .integer("iters", iters)
+          .str("note", kind == 0 ? "GPU0 kernel -> GPU1 kernel -> GPU0 kernel joined by timing events, minus 3 on one "
+                                   "stream, halved"
+                                 : "the same joined by ordering-only events (hipEventDisableTiming)");
+      rep.emit(j);
+    }
 
     // The copy hop: kernel (GPU0 st) -> event -> put of S bytes on GPU0's copy stream -> event ->
     // kernel (GPU1) -> event -> put back on GPU1's copy stream -> event -> kernel (GPU0 st), for each
     // S in --hop-sizes. put_leg_us: GPU0's start to the end of its put (same device), minus one
     // kernel (base3 - base2): the same-GPU event wait + the put.
     Stream copy0(0), copy1(1);
-    Event ev_a(0), ev_b(0), ev_c(1), ev_d(1);
+    Event ev_a_t(0), ev_b(0), ev_c_t(1), ev_d_t(1);  // ev_b stays a timing event (the put leg is timed)
+    SyncEvent ev_a_s(0), ev_b_s(0), ev_c_s(1), ev_d_s(1);
     const long long max_hop = *std::max_element(hop_sizes.begin(), hop_sizes.end());
     DeviceBuffer buf0(0, static_cast<size_t>(max_hop)), buf1(1, static_cast<size_t>(max_hop));
+    for (int kind = 0; kind < 2; ++kind)
     for (long long hop_bytes : hop_sizes) {
       const size_t hb = static_cast<size_t>(hop_bytes);
+      hipEvent_t ev_a = kind == 0 ? ev_a_t.e : ev_a_s.e, ev_c = kind == 0 ? ev_c_t.e : ev_c_s.e,
+                 ev_d = kind == 0 ? ev_d_t.e : ev_d_s.e;
       std::vector<double> hops, legs;
       for (int i = 0; i < iters + 3; ++i) {
         GPU_CHECK(hipSetDevice(0));
         gate.arm(st.s);
         GPU_CHECK(hipEventRecord(e0.e, st.s));
         launch_empty_kernel(1, 32, st.s);
-        GPU_CHECK(hipEventRecord(ev_a.e, st.s));
-        GPU_CHECK(hipStreamWaitEvent(copy0.s, ev_a.e, 0));
+        GPU_CHECK(hipEventRecord(ev_a, st.s));
+        GPU_CHECK(hipStreamWaitEvent(copy0.s, ev_a, 0));
         GPU_CHECK(hipMemcpyPeerAsync(buf1.ptr, 1, buf0.ptr, 0, hb, copy0.s));
+        hipEvent_t join = ev_b.e;
+        if (kind == 1) {  // the join is ordering-only; the timed end of the put is recorded after it
+          GPU_CHECK(hipEventRecord(ev_b_s.e, copy0.s));
+          join = ev_b_s.e;
+        }
         GPU_CHECK(hipEventRecord(ev_b.e, copy0.s));
         GPU_CHECK(hipSetDevice(1));
-        GPU_CHECK(hipStreamWaitEvent(remote.s, ev_b.e, 0));
+        GPU_CHECK(hipStreamWaitEvent(remote.s, join, 0));
         launch_empty_kernel(1, 32, remote.s);
-        GPU_CHECK(hipEventRecord(ev_c.e, remote.s));
-        GPU_CHECK(hipStreamWaitEvent(copy1.s, ev_c.e, 0));
+        GPU_CHECK(hipEventRecord(ev_c, remote.s));
+        GPU_CHECK(hipStreamWaitEvent(copy1.s, ev_c, 0));
         GPU_CHECK(hipMemcpyPeerAsync(buf0.ptr, 0, buf1.ptr, 1, hb, copy1.s));
-        GPU_CHECK(hipEventRecord(ev_d.e, copy1.s));
+        GPU_CHECK(hipEventRecord(ev_d, copy1.s));
         GPU_CHECK(hipSetDevice(0));
-        GPU_CHECK(hipStreamWaitEvent(st.s, ev_d.e, 0));
+        GPU_CHECK(hipStreamWaitEvent(st.s, ev_d, 0));
         launch_empty_kernel(1, 32, st.s);
         GPU_CHECK(hipEventRecord(e1.e, st.s));
         gate.release();
@@ -288,12 +311,13 @@ int main(int argc, char** argv) {
       }
       const double hop_chain = stats_of(hops).median, one_kernel = base3 - base2;
       JsonLine jh;
-      jh.str("quantity", "copy_hop_us").num("time_us", 0.5 * (hop_chain - base3)).num("chain_us", hop_chain)
+      jh.str("quantity", kind == 0 ? "copy_hop_us" : "copy_hop_sync_us").num("time_us", 0.5 * (hop_chain - base3)).num("chain_us", hop_chain)
           .num("baseline_us", base3).num("put_leg_us", stats_of(legs).median - one_kernel)
           .num("one_kernel_us", one_kernel).integer("iters", iters).integer("copy_bytes", hop_bytes)
-          .str("note", "kernel -> event -> peer put of copy_bytes on a copy stream -> event -> kernel on the peer, "
-                       "round trip GPU0 -> GPU1 -> GPU0 minus 3 kernels on one stream, halved; put_leg_us: GPU0's "
-                       "kernel end to its put's end");
+          .str("note", std::string(kind == 0 ? "timing events: " : "ordering-only events (but the timed put end): ") +
+                           "kernel -> event -> peer put of copy_bytes on a copy stream -> event -> kernel on the peer, "
+                           "round trip GPU0 -> GPU1 -> GPU0 minus 3 kernels on one stream, halved; put_leg_us: "
+                           "GPU0's kernel end to its put's end");
       rep.emit(jh);
     }
   }
