@@ -418,14 +418,16 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
       {"peer_copy", {"probe", "direction", "size_bytes"}},
       {"cu_remote", {"probe", "mode", "blocks", "threads", "bytes_in_flight_per_thread", "size_bytes", "both"}},
       {"gemm_banded", {"probe", "m", "n", "k", "bands"}},
-      {"gemm_with_copies", {"probe", "m", "n", "k", "background", "alone_time_us"}}};
+      {"gemm_with_copies", {"probe", "m", "n", "k", "background", "alone_time_us"}},
+      {"copy_hop", {"probe", "size_bytes"}}};
   if (!p["probe"])
-    throw std::invalid_argument("probe parameter 'probe' is missing (peer_copy, cu_remote, gemm_banded or gemm_with_copies)");
+    throw std::invalid_argument(
+        "probe parameter 'probe' is missing (peer_copy, cu_remote, gemm_banded, gemm_with_copies or copy_hop)");
   const std::string probe = p["probe"].as<std::string>();
   const auto kit = keys.find(probe);
   if (kit == keys.end())
     throw std::invalid_argument(
-        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded or gemm_with_copies)", probe));
+        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded, gemm_with_copies or copy_hop)", probe));
   for (auto it = p.begin(); it != p.end(); ++it)
     if (!kit->second.count(it->first.as<std::string>()))
       throw std::invalid_argument(fmt::format("unknown {} probe parameter '{}'", probe, it->first.as<std::string>()));
@@ -509,6 +511,14 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
       });
     };
     (*next)(0);
+  } else if (probe == "copy_hop") {
+    // probe_launch's copy_hop_sync_us: a kernel's end to a dependent kernel on the peer through an
+    // ordering-only event, a put of size_bytes on a copy stream and a cross-GPU event wait.
+    const double bytes = num("size_bytes");
+    if (!(bytes > 0)) throw std::invalid_argument("copy_hop: size_bytes must be > 0");
+    sim.after(hw.get("sync.event_wait_same_gpu"), [&, bytes] {
+      node.put(0, 1, bytes, "put 0->1", [&] { sim.after(hw.get("sync.event_wait_cross_gpu"), [&] { t_end = sim.now(); }); });
+    });
   } else if (probe == "gemm_with_copies") {
     // probe_interference's gemm_time: GPU 0's GEMM while copy-engine puts run out of it (ce_out),
     // into it (ce_in) or both, started together; the puts last longer than the GEMM. With

@@ -66,7 +66,8 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
  * {probe: cu_remote, mode: pull, blocks, threads, bytes_in_flight_per_thread, size_bytes, both},
  * or {probe: gemm_banded, m, n, k, bands}, or {probe: gemm_with_copies, m, n, k, background:
  * none|ce_out|ce_in|ce_both, alone_time_us?} (probe_interference's GEMM time under copy-engine
- * puts; alone_time_us, the same run's GEMM alone, replaces the table's time). Returns
+ * puts; alone_time_us, the same run's GEMM alone, replaces the table's time), or {probe: copy_hop,
+ * size_bytes} (probe_launch's copy_hop_sync_us: same-GPU event wait, put, cross-GPU event wait). Returns
  * {"predicted_us": ...}. Errors: std::invalid_argument naming the probe and the key for an unknown
  * probe or key, a missing or ill-typed value, or a value out of range.
  */

@@ -1,6 +1,7 @@
 // probe_interference: how a GEMM and a concurrent transfer slow each other on an H200 pair.
 //
-// For each GEMM shape (bf16, --m list x --n, --k; C = X·W^T through cuBLASLt/hipBLASLt):
+// For each GEMM shape (bf16, --m list x --n list (M <= 4096 only for the second N), --k; C = X·W^T
+// through cuBLASLt/hipBLASLt):
 //  measure "gemm_time": GPU 0's GEMM time alone, then while a background transfer runs for about
 //    3x the GEMM's time, started together behind a start gate:
 //      ce_out   copy-engine puts GPU0 -> GPU1 (64 MiB copies issued on GPU 0)
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
   const int warmup = static_cast<int>(args.integer("--warmup", 2, "untimed iterations first"));
   const auto ms = args.int_list("--m", {512, 2048, 4096, 16384}, "GEMM M values");
   const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle GPU time before each measurement (ms)"));
-  const long long n = args.integer("--n", 7168, "GEMM N");
+  const auto ns = args.int_list("--n", {7168, 5120}, "GEMM N values");
+  const long long max_n = *std::max_element(ns.begin(), ns.end());
   const long long k = args.integer("--k", 2048, "GEMM K");
   const auto pull_blocks = args.int_list("--pull-blocks", {16, 66, 132}, "pull kernel block counts");
   args.finish("probe_interference: GEMM vs concurrent transfer interference (JSON lines on stdout)");
@@ -68,14 +70,14 @@ int main(int argc, char** argv) {
       ev_end[d][s] = std::make_unique<Event>(d);
     }
     x.emplace_back(d, static_cast<size_t>(max_m * k * 2));
-    w.emplace_back(d, static_cast<size_t>(n * k * 2));
-    c.emplace_back(d, static_cast<size_t>(max_m * n * 2));
+    w.emplace_back(d, static_cast<size_t>(max_n * k * 2));
+    c.emplace_back(d, static_cast<size_t>(max_m * max_n * 2));
     ws.emplace_back(d, kGemmWorkspaceBytes);
     send.emplace_back(d, pool);
     recv.emplace_back(d, pool);
     pulled.emplace_back(d, pool);
     fill_random_bf16(x[d].ptr, max_m * k, 40 + d, 1.0f, gs[d]->s);
-    fill_random_bf16(w[d].ptr, n * k, 42 + d, 1.0f, gs[d]->s);
+    fill_random_bf16(w[d].ptr, max_n * k, 42 + d, 1.0f, gs[d]->s);
     fill_random_bf16(send[d].ptr, pool / 2, 44 + d, 1.0f, gs[d]->s);
     GPU_CHECK(hipStreamSynchronize(gs[d]->s));
   }
@@ -132,7 +134,9 @@ int main(int argc, char** argv) {
                }};
   };
 
+  for (long long n : ns)
   for (long long m : ms) {
+    if (n != ns.front() && m > 4096) continue;  // the second N: band-sized GEMMs only
     std::unique_ptr<GemmPlan> plan[2];
     for (int d = 0; d < 2; ++d) {
       GPU_CHECK(hipSetDevice(d));

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Turn the H200 pair's probe sweeps (calibrate/data/h200x2/*.jsonl) into scenarios/h200x2-probes.yaml:
 copy-engine peer copies (sender-issued, one stream, one and both directions), CU pulls (every
-sweep) and GEMM times under copy-engine traffic (probe_interference gemm_time, ce_out / ce_in /
-ce_both), each point citing its file and line. Run from the repository root."""
+sweep), GEMM times under copy-engine traffic (probe_interference gemm_time, ce_out / ce_in /
+ce_both) and the copy hop with ordering-only events (probe_launch copy_hop_sync_us), each point
+citing its file and line. Run from the repository root."""
 import json
 
 D = 'calibrate/data/h200x2/'
@@ -40,4 +41,11 @@ for i, line in enumerate(open(D + 'interference.jsonl'), 1):
     out.append(f"  - id: gemm_with_copies/{r['background']}/m={r['m']}")
     out.append(f"    params: {{probe: gemm_with_copies, background: {r['background']}, m: {r['m']}, n: {r['n']}, k: {r['k']}, alone_time_us: {r['alone_time_us']}}}")
     out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/interference.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
+for i, line in enumerate(open(D + 'launch.jsonl'), 1):
+    r = json.loads(line)
+    if r['quantity'] != 'copy_hop_sync_us':
+        continue
+    out.append(f"  - id: copy_hop/{r['copy_bytes']}")
+    out.append(f"    params: {{probe: copy_hop, size_bytes: {r['copy_bytes']}}}")
+    out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/launch.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
 open('scenarios/h200x2-probes.yaml', 'w').write('\n'.join(out) + '\n')
