@@ -86,11 +86,25 @@ class LiveNode {
     }
   }
 
-  /// memcpyPeerAsync of `bytes` from s to d on s's copy stream for d.
-  void put(int s, int d, double bytes, const std::string& label, std::function<void()> done) {
+  /// memcpyPeerAsync of `bytes` from s to d on s's copy stream for d. `done` runs when the bytes
+  /// have landed; `remote_ready` (optional) when a stream of another GPU waiting on the put's
+  /// completion event may go on: sync.event_wait_cross_gpu after the put's data started to move, but
+  /// not before the put is done (probe_launch copy_hop_sync_us: the hop's fixed part is 14.4 us at
+  /// 4 KiB and 1 MiB and 8.6 us at 16 MiB, i.e. the cross-GPU wait overlaps the transfer).
+  void put(int s, int d, double bytes, const std::string& label, std::function<void()> done,
+           std::function<void()> remote_ready = {}) {
     const double cap = hw.get("ce.peak"), fc = hw.get("ce.fabric_cost");
+    if (remote_ready) {
+      auto inner = std::move(done);
+      done = [this, inner = std::move(inner), remote_ready = std::move(remote_ready), s, d] {
+        const double waited = sim.now() - data_start[s][d];
+        sim.after(std::max(0.0, hw.get("sync.event_wait_cross_gpu") - waited), remote_ready);
+        if (inner) inner();
+      };
+    }
     copy[s][d]->submit(label, [this, s, d, bytes, cap, fc, label](std::function<void()> fin) {
       const double extra = copy[d][s]->outstanding() > 0 ? hw.get_or("ce.opposite_direction_latency", 0.0) : 0.0;
+      data_start[s][d] = sim.now() + extra;
       auto id = std::make_shared<sim::FlowId>(-1);
       *id = net.start({.name = label, .bytes = bytes, .path = {{mem[s], fc}, {link[s][d], 1.0}, {mem[d], fc}},
                        .rate_cap_Bps = cap, .start_latency = extra, .share = cap, .lane = copy[s][d]->name() + " data",
@@ -191,6 +205,7 @@ class LiveNode {
   std::vector<std::vector<sim::ResourceId>> link;
   std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> copy;
   std::vector<std::set<sim::FlowId>> copy_flows = std::vector<std::set<sim::FlowId>>(ws);
+  std::vector<std::vector<double>> data_start = std::vector<std::vector<double>>(ws, std::vector<double>(ws, 0.0));
 };
 
 /// Calls fn after n calls of the returned function.
@@ -252,10 +267,8 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
     for (int p = 0; p < ws; ++p) {
       if (p == r) continue;
       sim.after(same, [&, r, p] {
-        node.put(r, p, slice, fmt::format("gather ->gpu{}", p), [&, r, p] {
-          finish_rank(r);
-          sim.after(xgpu, [&, p] { finish_rank(p); });
-        });
+        node.put(r, p, slice, fmt::format("gather ->gpu{}", p), [&, r] { sim.after(same, [&, r] { finish_rank(r); }); },
+                 [&, p] { finish_rank(p); });
       });
     }
   };
@@ -271,7 +284,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
     });
   };
   auto reduce_when_received = [&](int r) {
-    return after_n(ws - 1, [&, r] { sim.after(xgpu, [&, r] { start_reduce(r); }); });
+    return after_n(ws - 1, [&, r] { start_reduce(r); });  // called at each put's remote-ready time
   };
   std::vector<std::function<void()>> received(ws);
   for (int r = 0; r < ws; ++r) received[r] = reduce_when_received(r);
@@ -289,7 +302,9 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
         start_reduce(r);  // own GEMM done (stream order)
         for (int p = 0; p < ws; ++p)
           if (p != r)
-            sim.after(same, [&, r, p] { node.put(r, p, slice, fmt::format("scatter ->gpu{}", p), [&, p] { received[p](); }); });
+            sim.after(same, [&, r, p] {
+              node.put(r, p, slice, fmt::format("scatter ->gpu{}", p), {}, [&, p] { received[p](); });
+            });
       });
     } else if (c.mode == "overlapped") {
       // Bands of the peers' slices first (from r+1), own slice last; each peer band's put queued on
@@ -315,7 +330,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
           node.gemm(r, band_rows, c.n, c.k, fmt::format("gemm band {}", i), [&, r, i, dst, band_bytes, next, per_peer_left] {
             if (dst != r)
               sim.after(same, [&, r, dst, band_bytes, i, per_peer_left] {
-                node.put(r, dst, band_bytes, fmt::format("scatter band {} ->gpu{}", i, dst), [&, dst, per_peer_left] {
+                node.put(r, dst, band_bytes, fmt::format("scatter band {} ->gpu{}", i, dst), {}, [&, dst, per_peer_left] {
                   if (--(*per_peer_left)[dst] == 0) received[dst]();
                 });
               });
@@ -517,7 +532,7 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     const double bytes = num("size_bytes");
     if (!(bytes > 0)) throw std::invalid_argument("copy_hop: size_bytes must be > 0");
     sim.after(hw.get("sync.event_wait_same_gpu"), [&, bytes] {
-      node.put(0, 1, bytes, "put 0->1", [&] { sim.after(hw.get("sync.event_wait_cross_gpu"), [&] { t_end = sim.now(); }); });
+      node.put(0, 1, bytes, "put 0->1", {}, [&] { t_end = sim.now(); });
     });
   } else if (probe == "gemm_with_copies") {
     // probe_interference's gemm_time: GPU 0's GEMM while copy-engine puts run out of it (ce_out),

@@ -40,7 +40,7 @@ TEST(H200Probes, CopyEngineAndPullSweepsWithinThreePercentMedian) {
   for (const auto& [name, errs] : sweeps) EXPECT_LE(median(errs), 3.0) << name;
   // The GEMM's slowdown under copy-engine traffic (one parameter, gemm.copy_interference, over
   // M 512..16384 and three traffic patterns): median within 5%, every point within 8%.
-  ASSERT_EQ(interference.size(), 12u);
+  ASSERT_EQ(interference.size(), 21u);  // N 7168: M 512..16384; N 5120: M 512..4096
   EXPECT_LE(median(interference), 5.0);
   EXPECT_LE(*std::max_element(interference.begin(), interference.end()), 8.0);
 }

@@ -38,7 +38,7 @@ for i, line in enumerate(open(D + 'interference.jsonl'), 1):
     # the slowdown under copy traffic, not the GEMM table
     if r['measure'] != 'gemm_time' or r['background'] not in ('ce_out', 'ce_in', 'ce_both'):
         continue
-    out.append(f"  - id: gemm_with_copies/{r['background']}/m={r['m']}")
+    out.append(f"  - id: gemm_with_copies/{r['background']}/n={r['n']}/m={r['m']}")
     out.append(f"    params: {{probe: gemm_with_copies, background: {r['background']}, m: {r['m']}, n: {r['n']}, k: {r['k']}, alone_time_us: {r['alone_time_us']}}}")
     out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/interference.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"}}")
 for i, line in enumerate(open(D + 'launch.jsonl'), 1):
