@@ -9,7 +9,9 @@ loop = sys.argv[1] if len(sys.argv) > 1 else 'loop'
 cmd = ['build/fusesim', 'run', 'scenarios/h200x2-gemm-ar.yaml', '--format', 'json']
 d = json.loads(subprocess.check_output(cmd))
 commit = subprocess.check_output(['git', 'rev-parse', 'HEAD']).decode().strip()
-dirty = subprocess.run(['git', 'diff', '--quiet', 'HEAD', '--', 'models', 'hw', 'sim', 'scenarios']).returncode != 0
+dirty = subprocess.run(['git', 'diff', '--quiet', 'HEAD', '--', 'models/gemm_ar_live.cpp', 'models/gemm_ar_live.hpp',
+                        'hw/h200-2gpu.yaml', 'sim', 'scenarios/h200x2-gemm-ar.yaml',
+                        'calibrate/data/h200x2/gemm.jsonl']).returncode != 0
 out = {'what': f'fusesim predictions for calibrate/live/gemm_ar_live on the H200 pair ({loop}), made before the measurement',
        'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
        'machine': 'prediction (no GPU): fusesim on the development machine',
