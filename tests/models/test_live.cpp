@@ -64,25 +64,25 @@ TEST(H200Live, OrderingAndBandRules) {
   EXPECT_THROW(models::simulate_gemm_ar_live(hw, c), std::out_of_range);  // no measured GEMM sweep at that N
 }
 
-TEST(H200Live, PredictionsCommittedBeforeMeasuringMeetTheMedianAndPickTheWinner) {
-  // scenarios/h200x2-gemm-ar.yaml: loop 2, measured (f2aabf8) after the predictions were committed.
+TEST(H200Live, PredictionsCommittedBeforeMeasuringMeetTheLimitsAndPickTheWinner) {
+  // scenarios/h200x2-gemm-ar.yaml: loop 3, predictions committed (0a3c2bb) before the measurement
+  // (median of three runs per point). Issue 5 asks median <= 5%, max <= 12% and the right winner.
   auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/h200x2-gemm-ar.yaml");
   auto hw = models::load_scenario_hardware(sc);
   const auto res = models::run_scenario(sc, hw);
   EXPECT_EQ(res["summary"]["compared"].get<int>(), 40);
   EXPECT_LE(res["summary"]["median_abs_error_pct"].get<double>(), 5.0);
-  EXPECT_EQ(res["summary"]["outside_tolerance"].get<int>(), 0);  // 12%; one listed known miss
+  EXPECT_LE(res["summary"]["max_abs_error_pct"].get<double>(), 12.0);
+  EXPECT_EQ(res["summary"]["outside_tolerance"].get<int>(), 0);
   // Winner among split, overlapped and LSA at every (N, M), predicted vs measured.
   std::map<std::string, std::map<std::string, std::pair<double, double>>> at;  // "n/m" -> mode -> (pred, meas)
-  int known = 0;
   for (const auto& c : res["cases"]) {
     const std::string id = c["id"];
     const std::string mode = id.substr(0, id.find('/'));
-    if (c.contains("known_miss")) ++known;
+    EXPECT_FALSE(c.contains("known_miss")) << id;
     if (mode == "gemm-only") continue;
     at[id.substr(id.find('/') + 1)][mode] = {c["predicted_us"].get<double>(), c["measured_us"].get<double>()};
   }
-  EXPECT_EQ(known, 1);
   auto winner = [](const std::map<std::string, std::pair<double, double>>& modes, bool measured) {
     std::string best;
     double t = 1e30;
@@ -91,15 +91,5 @@ TEST(H200Live, PredictionsCommittedBeforeMeasuringMeetTheMedianAndPickTheWinner)
     return best;
   };
   ASSERT_EQ(at.size(), 10u);
-  for (const auto& [point, modes] : at) {
-    const std::string want = winner(modes, true), got = winner(modes, false);
-    if (point == "n=5120/m=2048") {
-      // The one miss: LSA predicted (139.2 vs overlapped 148.5); measured overlapped 130.7 vs LSA
-      // 137.3, and in the repeat run overlapped 142.0 vs LSA 136.6 (a tie within run-to-run spread).
-      EXPECT_EQ(got, "lsa");
-      EXPECT_EQ(want, "overlapped");
-    } else {
-      EXPECT_EQ(got, want) << point;
-    }
-  }
+  for (const auto& [point, modes] : at) EXPECT_EQ(winner(modes, false), winner(modes, true)) << point;
 }

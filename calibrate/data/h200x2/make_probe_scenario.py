@@ -31,6 +31,10 @@ for i, line in enumerate(open(D + 'cu_remote.jsonl'), 1):
         # 32 B per lane reached as 16 B x 2 or 4 B x 8 etc. measured 786 to 995 us: the model sees only the bytes
         miss = (', known_miss: "the same 32 B in flight per lane measured 786-995 us depending on vector width x unroll '
                 f'(vec {r.get("vec_bytes")} B x unroll {r.get("unroll")}); the model sees only the bytes in flight"')
+    if r['sweep'] == 'in_flight' and r['blocks'] == 32 and r['bytes_in_flight_per_thread'] == 128:
+        miss = (', known_miss: "128 B in flight per lane (16 B x unroll 8) at 32 blocks is slower than 64 B (838 vs 776 us): '
+                'the model\'s per-lane round trip keeps the rate flat past 64 B; what slows the wider unroll (register '
+                'pressure, fewer resident warps) is not modelled"')
     out.append(f"    measured: {{value_us: {r['time_us']}, source: \"calibrate/data/h200x2/cu_remote.jsonl line {i} (commit {r['commit'][:12]}, {r['date']})\"{miss}}}")
 for i, line in enumerate(open(D + 'interference.jsonl'), 1):
     r = json.loads(line)
