@@ -43,8 +43,10 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
       {"sdma.command_latency", Quantity::Time, 0, 100 * us,
        "time from a put's submission to its first byte (dispatch + packet fetch) per command"},
       {"sdma.fabric_cost", Quantity::Ratio, 1.0, 8.0,
-       "memory-fabric bytes a copy-engine byte costs at each end, relative to a CU streaming byte (small, "
-       "coherent window transactions); sets how much a concurrent scatter slows the GEMM"},
+       "cost of a copy-engine byte on a GPU's memory-fabric request resource (the `fabric-requests` lane), "
+       "relative to a GEMM tile-load byte: small coherent window transactions delay the GEMM's latency-bound "
+       "L2-miss loads; sets how much a concurrent scatter slows the GEMM. Against streaming kernels (reduce, "
+       "quantize) a copy byte costs one HBM byte at each end"},
       {"links.read_efficiency", Quantity::Ratio, 0.3, 1.0,
        "fraction of a link's bandwidth that CU remote loads deliver as payload (request and response overhead)"},
       {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
@@ -196,6 +198,7 @@ class Node {
     const double fabric = hw.get("memory.fabric_bandwidth");
     const double link = hw.get("links.per_direction");
     for (int r = 0; r < ws; ++r) mem_.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), fabric));
+    for (int r = 0; r < ws; ++r) req_.push_back(net.add_resource(fmt::format("gpu{}/fabric-requests", r), fabric));
     links_.assign(ws, std::vector<sim::ResourceId>(ws, -1));
     queues_.resize(ws);
     for (int s = 0; s < ws; ++s) {
@@ -213,6 +216,9 @@ class Node {
   }
 
   sim::ResourceId mem(int r) const { return mem_[r]; }
+  /// Rank r's memory-fabric request resource: GEMM tile loads (latency-bound) and copy-engine
+  /// transactions (at sdma.fabric_cost per byte) share it; streaming kernels do not use it.
+  sim::ResourceId req(int r) const { return req_[r]; }
   sim::ResourceId link(int s, int d) const { return links_[s][d]; }
   double fabric() const { return net.capacity(mem_[0]); }
   double launch() const { return hw.get("kernel.launch_gap") + hw.get("kernel.fixed_cost"); }
@@ -233,7 +239,11 @@ class Node {
     sim::CommandQueue& q = *queues_[s][d];
     q.submit(label, [this, s, d, moved, cap, label, &q](std::function<void()> done) {
       const double fc = hw.get("sdma.fabric_cost");
-      net.start({.name = label, .bytes = moved, .path = {{mem_[s], fc}, {links_[s][d], 1.0}, window_hop(d, fc)},
+      // A copy byte is one HBM byte at each end; on the request fabric that GEMM tile loads wait
+      // on it costs sdma.fabric_cost (see gemm_wave's path).
+      std::vector<sim::PathHop> path{{mem_[s], 1.0}, {req_[s], fc}, {links_[s][d], 1.0}, window_hop(d, 1.0)};
+      if (!c.window_in_host_memory) path.push_back({req_[d], fc});
+      net.start({.name = label, .bytes = moved, .path = path,
                  .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
     }, std::move(on_done));
   }
@@ -306,7 +316,7 @@ class Node {
   int ws;
 
  private:
-  std::vector<sim::ResourceId> mem_, pcie_;
+  std::vector<sim::ResourceId> mem_, req_, pcie_;
   std::vector<std::vector<sim::ResourceId>> links_;
   std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> queues_;
   std::vector<std::unique_ptr<Barrier>> barriers_;
@@ -403,7 +413,7 @@ class Gemm {
       }
     }
     const double bytes = local_bytes + c_local;
-    std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}};
+    std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}, {n_.req(r_), 1.0}};
     if (n_.c.window_in_host_memory && (n_.c.mode == "fused-sdma" || n_.c.mode == "fused-lsa")) {
       // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
       path[0].weight = local_bytes / bytes;

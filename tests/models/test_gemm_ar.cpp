@@ -157,7 +157,7 @@ TEST(GemmArOrdering, FuseQuantizeCostsTenToFortyMicroseconds) {
   }
 }
 
-TEST(GemmArOrdering, ReducePushWorstAtThirtyTwoBands) {
+TEST(GemmArOrdering, ReducePushBestNearFourBandsWorstAtThirtyTwo) {
   auto bands = [](int b, const std::string& publish) {
     GemmArConfig c = cfg("fused-sdma");
     c.fuse_reduce_push = true;
@@ -165,13 +165,19 @@ TEST(GemmArOrdering, ReducePushWorstAtThirtyTwoBands) {
     c.publish = publish;
     return run(c);
   };
-  double worst = 0;
-  int worst_b = 0;
-  for (int b : {1, 4, 8, 16, 32}) {
+  // Seed 000 (writethrough): 1162.1 / 1157.2 / 1160.3 / 1190.1 / 1323.5 us at 1 / 4 / 8 / 16 / 32
+  // bands: overlapping the gather with the reduce buys a little at 4 bands, per-band costs win after.
+  double worst = 0, best = 1e30;
+  int worst_b = 0, best_b = 0;
+  for (int b : {1, 2, 4, 8, 16, 32}) {
     const double t = bands(b, "writethrough");
     if (t > worst) { worst = t; worst_b = b; }
+    if (t < best) { best = t; best_b = b; }
   }
   EXPECT_EQ(worst_b, 32);
+  EXPECT_GE(best_b, 2);
+  EXPECT_LE(best_b, 8);
+  EXPECT_LT(bands(4, "writethrough"), bands(1, "writethrough"));
   // A release after the stores (~61 us per band) is unrepayable: fence is slower at every band count.
   for (int b : {1, 4, 32}) EXPECT_GT(bands(b, "fence"), bands(b, "writethrough") + 50.0) << b;
 }
