@@ -93,3 +93,34 @@ TEST(H200Live, PredictionsCommittedBeforeMeasuringMeetTheLimitsAndPickTheWinner)
   ASSERT_EQ(at.size(), 10u);
   for (const auto& [point, modes] : at) EXPECT_EQ(winner(modes, false), winner(modes, true)) << point;
 }
+
+TEST(H200Live, HeldOutShapesPredictedBeforeAnyLiveRun) {
+  // scenarios/h200x2-gemm-ar-heldout.yaml: N 4096 / 6144, M 3072..24576, 4 and 8 bands, predicted
+  // (866847d) before any live run of these shapes; values of record = median of 3 runs.
+  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/h200x2-gemm-ar-heldout.yaml");
+  auto hw = models::load_scenario_hardware(sc);
+  const auto res = models::run_scenario(sc, hw);
+  EXPECT_EQ(res["summary"]["compared"].get<int>(), 40);
+  EXPECT_LE(res["summary"]["median_abs_error_pct"].get<double>(), 5.0);
+  EXPECT_LE(res["summary"]["max_abs_error_pct"].get<double>(), 12.0);
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> at;  // "n/m" -> case -> (pred, meas)
+  for (const auto& c : res["cases"]) {
+    const std::string id = c["id"];
+    const std::string mode = id.substr(0, id.find('/'));
+    if (mode == "gemm-only") continue;
+    at[id.substr(id.find('/') + 1)][mode] = {c["predicted_us"].get<double>(), c["measured_us"].get<double>()};
+  }
+  ASSERT_EQ(at.size(), 8u);
+  for (const auto& [point, modes] : at) {
+    std::string best_p, best_m;
+    double tp = 1e30, tm = 1e30;
+    for (const auto& [mode, pm] : modes) {
+      if (pm.first < tp) tp = pm.first, best_p = mode;
+      if (pm.second < tm) tm = pm.second, best_m = mode;
+    }
+    EXPECT_EQ(best_p, best_m) << point;
+    // 8 bands never beat 4 here, predicted and measured.
+    EXPECT_LT(modes.at("overlapped").first, modes.at("overlapped-8-bands").first) << point;
+    EXPECT_LT(modes.at("overlapped").second, modes.at("overlapped-8-bands").second) << point;
+  }
+}
