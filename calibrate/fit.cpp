@@ -256,17 +256,18 @@ std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& 
     v.fitted_on = date;
     v.fitted_commit = commit;
     v.fit_sigma_si = pf.sigma_si;
-    // Keep the original source, after the fit's own statement.
+    // Keep the original source (where the starting value came from), after the fit's statement.
     std::string orig = v.source;
-    const std::string tag = "calibrate fit: ";
+    const std::string tag = "calibrate fit: ", first = "first estimate: ";
     if (orig.rfind(tag, 0) == 0) {
       const auto bar = orig.find(" | ");
       orig = bar == std::string::npos ? "" : orig.substr(bar + 3);
     }
+    if (orig.rfind(first, 0) == 0) orig = orig.substr(first.size());
     v.source = fmt::format("{}{} points, median |error| {:.2f}%, max {:.2f}%, RMS {:.2f}%{}{}", tag,
                            std::count_if(r.points.begin(), r.points.end(), [](const PointResult& p) { return !p.held_out && p.phase.empty(); }),
                            r.median_abs_fit_pct, r.max_abs_fit_pct, r.residual_sigma_pct, pf.at_bound ? " (at a bound)" : "",
-                           orig.empty() ? "" : " | " + orig);
+                           orig.empty() ? "" : " | " + first + orig);
     out.set(pf.key, v);
   }
   hw::Calibration cal;

@@ -216,8 +216,12 @@ class Node {
   }
 
   sim::ResourceId mem(int r) const { return mem_[r]; }
-  /// Rank r's memory-fabric request resource: GEMM tile loads (latency-bound) and copy-engine
-  /// transactions (at sdma.fabric_cost per byte) share it; streaming kernels do not use it.
+  /// Rank r's memory-fabric request resource, a phenomenological stand-in for the queueing that
+  /// copy-engine transactions add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross
+  /// it at one unit per byte, copy-engine puts at sdma.fabric_cost per byte (at both ends),
+  /// streaming kernels not at all. Its capacity is memory.fabric_bandwidth; its one weight was
+  /// fitted on seed 000 (the fused GEMM's 441.9 vs 369.4 us, and the fuse_reduce_push band row);
+  /// no MI355X probe separates it yet (an SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
   sim::ResourceId req(int r) const { return req_[r]; }
   sim::ResourceId link(int s, int d) const { return links_[s][d]; }
   double fabric() const { return net.capacity(mem_[0]); }
@@ -231,8 +235,9 @@ class Node {
   }
 
   /// Copy-engine put of `bytes` from s to d on queue (s,d): the command pays sdma.command_latency,
-  /// then a flow over s's HBM (read), the link s->d and d's window (write), capped at the queue
-  /// peak x efficiency. on_done when the bytes have landed.
+  /// then a flow over s's HBM (read, one byte per byte), the link s->d and d's window (write), and
+  /// over both ends' fabric-request resources at sdma.fabric_cost per byte, capped at the queue peak
+  /// x efficiency. on_done when the bytes have landed.
   void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {}) {
     const double cap = hw.get("sdma.queue_peak") * efficiency;
     const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
@@ -417,6 +422,7 @@ class Gemm {
     if (n_.c.window_in_host_memory && (n_.c.mode == "fused-sdma" || n_.c.mode == "fused-lsa")) {
       // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
       path[0].weight = local_bytes / bytes;
+      path[1].weight = local_bytes / bytes;  // the request fabric carries the local loads only
       path.push_back(n_.window_hop(r_, c_local / bytes));
     }
     const double cap = bytes / compute_s;
