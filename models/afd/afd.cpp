@@ -204,9 +204,14 @@ void run_nvlink(Ctx& x) {
   auto start_epilogue = [&](int d) {
     const double t0 = sim.now();
     if (d >= F) {  // masked Attention rank: nothing to expand
-      const double t1 = t0 + x.P("masked.idle_epilogue");
+      // Launched by the dispatch kernel's programmatic-launch trigger before dispatch_impl's
+      // recorded end (t0 here is that end): an Attention rank's blocks receive nothing, so they
+      // pass the trigger once their sends are out, masked.idle_launch_lead before the domain-wide
+      // end; the kernel then waits in its grid-dependency sync for the dispatch to complete and
+      // exits masked.idle_tail later, having nothing to copy.
+      const double t1 = t0 + x.P("masked.idle_tail");
       epi_end[d] = t1;
-      x.kernel(d, "attention", "dispatch_copy_epilogue", t0, t1);
+      x.kernel(d, "attention", "dispatch_copy_epilogue", t0 - x.P("masked.idle_launch_lead"), t1);
       sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
       return;
     }
@@ -217,7 +222,12 @@ void run_nvlink(Ctx& x) {
     fs.start_latency = x.P("afd.epilogue_fixed");
     fs.on_done = [&, d] {
       epi_end[d] = sim.now();
-      x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d]), sim.now());
+      // Launched (programmatic dependent launch) at the earlier of two triggers: every source's
+      // count arrived (epi_start), or dispatch_impl's blocks passed their own launch trigger on the
+      // way out, which precedes its recorded end by the path's exit lead (the afd FFN receive
+      // kernel's notify-warp trigger and exit differ from the role-unaware masked kernel's).
+      const double lead = masked ? x.P("masked.dispatch_exit_lead") : x.P("afd.dispatch_exit_lead");
+      x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d] - lead), sim.now());
       sim.after(gap, [&, d] { ffn_combine(d); });
     };
     net.start(std::move(fs));
@@ -237,7 +247,7 @@ void run_nvlink(Ctx& x) {
     if (d < F) {
       sim.at(t_end, [&, d] { start_epilogue(d); });
     } else {
-      if (masked) sim.at(t_end + gap, [&, d] { start_epilogue(d); });
+      if (masked) sim.at(t_end, [&, d] { start_epilogue(d); });
       else sim.at(t_end + gap, [&, d] { comb_start[d] = sim.now(); });
     }
   };
@@ -293,7 +303,10 @@ void run_nvlink(Ctx& x) {
   L_counts_all->arm(A, [&] {
     double t = 0;
     for (int a = 0; a < A; ++a) t = std::max(t, count_at[a]);
-    for (int f = 0; f < F; ++f) epi_start[f] = t + nvl_lat;
+    // The count store rides behind the payload part already delivered (its NVLink latency is in
+    // that flow's); the role-unaware masked kernel publishes it masked.count_delay later (its
+    // notify covers every rank of the domain, not just the FFN ranks).
+    for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.P("masked.count_delay") : 0.0);
   });
   for (int a = 0; a < A; ++a)
     L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->down(); });

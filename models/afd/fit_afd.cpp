@@ -4,7 +4,11 @@
 // weighted by --kernel-weight). Prints the fitted values ("key value") and the per-file errors.
 // Kept apart from the model; the calibration module will own fitting later.
 //
-// usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--keys k1,k2] SCENARIO...
+// usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--hinge H] [--median-cap M]
+//                        [--keys k1,k2 | --keys none] [--report] SCENARIO...
+// --hinge H: weight of the squared excess of a measured point's |log error| over 10% (default 4);
+// --median-cap M: add 100 x (median - M)^2 x points for a scenario whose median |error| exceeds M (e.g.
+// 0.045; default off).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,12 +33,16 @@ int main(int argc, char** argv) {
   int iters = 400;
   double kw = 0.3;
   bool report = false;
+  double hinge = 4.0;       // weight of the squared excess of a point's |log error| over 10%
+  double median_cap = 0.0;  // per-scenario median |error| above which a penalty applies (0 = off)
   std::vector<std::string> keys_only, scen;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--report") report = true;
     else if (a == "--iters") iters = std::stoi(argv[++i]);
     else if (a == "--kernel-weight") kw = std::stod(argv[++i]);
+    else if (a == "--hinge") hinge = std::stod(argv[++i]);
+    else if (a == "--median-cap") median_cap = std::stod(argv[++i]);
     else if (a == "--keys") {
       std::stringstream ss(argv[++i]);
       for (std::string k; std::getline(ss, k, ',');) keys_only.push_back(k);
@@ -65,7 +73,13 @@ int main(int argc, char** argv) {
       const auto rep = afd::evaluate_afd_scenario(s, root, reg, &hw);
       for (const auto& p : rep.points) {
         const double e = std::log(p.predicted / p.measured);
-        f += e * e + (std::fabs(e) > 0.10 ? 4 * (std::fabs(e) - 0.10) * (std::fabs(e) - 0.10) : 0.0);
+        f += e * e + (std::fabs(e) > 0.10 ? hinge * (std::fabs(e) - 0.10) * (std::fabs(e) - 0.10) : 0.0);
+      }
+      // The acceptance rule is per scenario (median |error| <= 5%): penalise a median above
+      // --median-cap (0 = off) so the kernel points cannot buy their fit with a scenario's median.
+      if (median_cap > 0 && !rep.points.empty()) {
+        const double m = rep.median_abs_err_pct() / 100.0;
+        if (m > median_cap) f += 100.0 * (m - median_cap) * (m - median_cap) * double(rep.points.size());
       }
       for (const auto& p : rep.kernel_points) {
         const double e = std::log(std::max(p.predicted, 0.05) / p.measured);
@@ -106,9 +120,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // --iters 0 evaluates the file as it stands (not the best vertex of the initial simplex).
   size_t best = std::min_element(fv.begin(), fv.end()) - fv.begin();
-  apply(simplex[best]);
-  std::fprintf(stderr, "final objective %.5f\n", fv[best]);
+  const double f_end = iters == 0 ? objective(x0) : fv[best];
+  apply(iters == 0 ? x0 : simplex[best]);
+  std::fprintf(stderr, "final objective %.5f\n", f_end);
   for (size_t i = 0; i < n; ++i) {
     const auto* d = reg.find(keys[i]);
     std::cout << keys[i] << " " << hw::format_quantity(d->quantity, hw.get(keys[i])) << "\n";

@@ -53,6 +53,10 @@ std::vector<ParamDecl> afd_param_decls() {
         "source has emitted this share of one pass over its T tokens (share x T x token bytes); the "
         "FFN's copy epilogue is launched (programmatic dependent launch) when every source's count "
         "arrived, and waits for the whole dispatch before expanding"),
+      T("afd.dispatch_exit_lead", 0, 10,
+        "afd FFN dispatch_impl: time from the last block's programmatic-launch trigger (blocks done "
+        "with their receive loops) to the kernel's recorded end; the copy epilogue is launched then "
+        "when the count trigger has not launched it earlier"),
       T("afd.epilogue_fixed", 0, 50, "dispatch_copy_epilogue fixed cost after the dispatch completes"),
       R("afd.epilogue_efficiency", 0.05, 1.5, "expansion copy rate as a share of gpu.hbm_copy_bandwidth"),
       T("afd.combine_fixed", 0, 50, "combine_impl start to first reduced row sent"),
@@ -85,7 +89,20 @@ std::vector<ParamDecl> afd_param_decls() {
       T("masked.dispatch_extra", 0, 100, "extra dispatch latency of the role-unaware kernel (all ranks)"),
       T("masked.combine_extra", 0, 100, "extra combine latency of the role-unaware kernel (all ranks)"),
       T("masked.per_source", 0, 50, "masked extra latency per sending (Attention) rank, in dispatch and again in combine"),
-      T("masked.idle_epilogue", 0, 50, "epilogue kernel of a rank that holds no expert / no partial"),
+      T("masked.idle_epilogue", 0, 50,
+        "combine_reduce_epilogue of a masked FFN rank (no partial to reduce): launch to exit"),
+      T("masked.dispatch_exit_lead", 0, 10,
+        "masked dispatch_impl: time from its blocks' programmatic-launch trigger to its recorded end; "
+        "the next kernel (copy epilogue on every rank) is launched that long before the dispatch ends"),
+      T("masked.idle_launch_lead", 0, 10,
+        "masked Attention rank (sends only): its dispatch_impl end minus the launch of its (idle) "
+        "dispatch_copy_epilogue; its blocks pass the launch trigger once its sends are out"),
+      T("masked.idle_tail", 0, 10,
+        "masked Attention rank's dispatch_copy_epilogue (nothing to expand): dispatch end to its exit "
+        "(grid-dependency sync returns, the empty kernel exits)"),
+      T("masked.count_delay", 0, 50,
+        "masked path: extra delay of the count trigger (the role-unaware notify covers every rank) "
+        "before the FFN's copy epilogue can be launched by it"),
       // --- cross-node hybrid path (hybrid_dispatch, hybrid_combine, afdep_ffn_complete) -------
       T("hybrid.dispatch_fixed", 0, 200, "hybrid_dispatch fixed latency (launch, counts, RDMA setup)"),
       T("hybrid.forward_per_token", 0, 50,

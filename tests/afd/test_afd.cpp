@@ -185,6 +185,49 @@ TEST(AfdModel, CopyEpilogueLaunchedByCountTriggerBeforeDispatchEnds) {
   EXPECT_GT(e31->start_us, 1.5 * e13->start_us);
 }
 
+TEST(AfdModel, CopyEpilogueLaunchedByTheEarlierOfCountAndExitTriggers) {
+  // Two programmatic-launch triggers (seed 004 timelines): the counts of every source, or the
+  // dispatch kernel's blocks passing their trigger on the way out (afd.dispatch_exit_lead /
+  // masked.dispatch_exit_lead before its recorded end). At 3A:1F T=128 each source's count leaves
+  // after a whole pass over its tokens, so the exit trigger launches the FFN's epilogue on both
+  // paths; at 1A:3F T=128 the counts come first, the role-unaware (masked) ones later
+  // (masked.count_delay) than the afd ones, so the masked epilogue is the shorter kernel.
+  auto run = [](const std::string& path, int A, int F) {
+    AfdCase c;
+    c.path = path;
+    c.attention_ranks = A;
+    c.ffn_ranks = F;
+    c.experts = F == 3 ? 96 : 128;
+    c.tokens = 128;
+    return simulate_afd(h200(), c, nullptr);
+  };
+  auto lead = [](const AfdResult& r) {
+    const auto* d = find_kernel(r, 0, "dispatch_impl");
+    const auto* e = find_kernel(r, 0, "dispatch_copy_epilogue");
+    return d && e ? d->end_us - e->start_us : -1.0;
+  };
+  auto dur = [](const AfdResult& r, int dev) {
+    const auto* e = find_kernel(r, dev, "dispatch_copy_epilogue");
+    return e ? e->end_us - e->start_us : -1.0;
+  };
+  const double exit_afd = h200().get("afd.dispatch_exit_lead") / 1e-6;
+  const double exit_masked = h200().get("masked.dispatch_exit_lead") / 1e-6;
+  const AfdResult a31 = run("afd", 3, 1), m31 = run("masked", 3, 1), a13 = run("afd", 1, 3), m13 = run("masked", 1, 3);
+  EXPECT_NEAR(lead(a31), exit_afd, 1e-6);
+  EXPECT_NEAR(lead(m31), exit_masked, 1e-6);
+  EXPECT_GT(lead(a13), exit_afd);
+  EXPECT_GT(lead(m13), exit_masked);
+  EXPECT_GT(lead(a13), lead(m13) + 1.0);
+  EXPECT_LT(dur(m13, 0), dur(a13, 0));
+  // The masked Attention rank's idle epilogue: launched masked.idle_launch_lead before the
+  // dispatch end, exits masked.idle_tail after it.
+  const auto* di = find_kernel(m13, 3, "dispatch_impl");
+  const auto* ei = find_kernel(m13, 3, "dispatch_copy_epilogue");
+  ASSERT_TRUE(di && ei);
+  EXPECT_NEAR(di->end_us - ei->start_us, h200().get("masked.idle_launch_lead") / 1e-6, 1e-6);
+  EXPECT_NEAR(ei->end_us - di->end_us, h200().get("masked.idle_tail") / 1e-6, 1e-6);
+}
+
 TEST(AfdModel, CombineWarpsAreSplitOverAllRanksOfTheDomain) {
   // Warps per destination = warps per SM / ranks, whatever the role: an FFN rank returning to one
   // Attention rank (1A:3F) is no faster per destination than one returning to two (2A:2F), so at
@@ -243,11 +286,13 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
   const auto rep = evaluate_afd_scenario(kRoot + "/scenarios/h200x4-afd-timelines.yaml", kRoot, reg());
   ASSERT_FALSE(rep.kernel_points.empty());
   // Issue 6 asks every per-kernel duration within 15% at T >= 128. The model does not meet that yet
-  // (20 of 252 durations miss, down from 42: reduce epilogue at its own streaming rate, idle kernels
-  // at their measured median, refit): this test holds each kernel's MEDIAN to 15% and the number of
-  // misses to what it is now, printing every miss, so any regression fails. Still missing: the FFN
-  // copy epilogue's launch point at T=128 (1A:3F afd early, masked late), the 2A:2F FFN combine at
-  // T=128-512, and the masked 3A:1F Attention-rank idle epilogues (launched early by PDL).
+  // (13 of 252 durations miss: 42 before the reduce-epilogue rate, 20 before the FFN copy epilogue's
+  // two launch triggers and the idle epilogue's early launch): this test holds each kernel's MEDIAN
+  // to 15% and the number of misses to what it is now, printing every miss, so any regression
+  // fails. Still missing: the FFN combine at T=128-512 (6: 2A:2F 16-24% short, 1A:3F T=128 on one
+  // afd and one masked rank 17% long; the 2A:2F per-token excess that vanishes by T=2048 is not
+  // modelled), the masked Attention-rank idle copy epilogue (6: its launch lead, 0.09-1.28 us, has
+  // no dependence on T or split the model has) and the 1A:3F masked reduce epilogue at T=128 (1).
   std::map<std::string, std::vector<double>> by_kernel;
   int bad = 0;
   for (const auto& p : rep.kernel_points) {
@@ -264,7 +309,7 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
     std::sort(errs.begin(), errs.end());
     EXPECT_LE(errs[errs.size() / 2], 15.0) << kernel;
   }
-  EXPECT_LE(bad, 20) << "more per-kernel durations outside 15% than when the issue note was written";
+  EXPECT_LE(bad, 13) << "more per-kernel durations outside 15% than when the issue note was written";
 }
 
 TEST(AfdScenarioPredictions, PredictionOnlyScenariosRun) {
