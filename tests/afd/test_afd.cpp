@@ -293,6 +293,14 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
   // afd and one masked rank 17% long; the 2A:2F per-token excess that vanishes by T=2048 is not
   // modelled), the masked Attention-rank idle copy epilogue (6: its launch lead, 0.09-1.28 us, has
   // no dependence on T or split the model has) and the 1A:3F masked reduce epilogue at T=128 (1).
+  // Timeline evidence against an "FFN combine waits for every Attention destination" handshake:
+  // in 2A:2F the Attention ranks enter combine_impl 2.6 / 7.1 / 27.6 us before the FFN ranks (T =
+  // 128 / 512 / 2048), more than in 1A:3F (1.8 / 3.0 / 9.4 us), which has no such excess; both FFN
+  // ranks start within 0.1 us of each other and end 1.3-1.7 us apart at every T >= 128 (a constant
+  // offset on device 0, also ~1 us in 1A:3F at T = 128-512), so neither a skew at the start nor a
+  // coupled end lines up with the excess. The excess over 1A:3F (about 6.5 / 13 / 3.5 us) peaks at
+  // T=512; in the 2A:2F SM sweep the T=512 point at 24 SMs sits ~4.6 us above the a + b/SMs trend of
+  // 8, 16 and 32 SMs while T=128 is smooth, and the masked path's FFN combine carries less of it.
   std::map<std::string, std::vector<double>> by_kernel;
   int bad = 0;
   for (const auto& p : rep.kernel_points) {
