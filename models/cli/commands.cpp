@@ -7,12 +7,16 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
 #include "models/cli/hooks.hpp"
 #include "hw/io.hpp"
 #include "models/params.hpp"
+#include "models/gemm_ar.hpp"
+#include "models/gemm_ar_live.hpp"
+#include "models/afd/params.hpp"
 #include "models/scenario.hpp"
 #include "models/serving.hpp"
 #include "sim/trace.hpp"
@@ -138,6 +142,28 @@ void register_all(CLI::App& app) {
       fmt::print("{:<34} {:>12.6g} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(), p["value"].get<double>(),
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
                  p["source"].get<std::string>());
+    // Which parameter sets the file completes: each module's required declarations it does not set.
+    const std::vector<std::pair<std::string, std::vector<hw::ParamDecl>>> modules{
+        {"gemm_ar", models::gemm_ar_param_decls()},
+        {"gemm_ar_live / h200_probe", models::gemm_ar_live_param_decls()},
+        {"afd", fusesim::afd::afd_param_decls()}};
+    for (const auto& [name, decls] : modules) {
+      std::vector<std::string> missing;
+      int required = 0, optional = 0, optional_set = 0;
+      for (const auto& d : decls) {
+        if (d.required) {
+          ++required;
+          if (!hw.has(d.key)) missing.push_back(d.key);
+        } else {
+          ++optional;
+          optional_set += hw.has(d.key) ? 1 : 0;
+        }
+      }
+      fmt::print("{}: {}/{} required and {}/{} optional parameters set{}{}{}\n", name, required - int(missing.size()),
+                 required, optional_set, optional, missing.empty() ? "" : "; not set: ",
+                 fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 6), ", "),
+                 missing.size() > 6 ? ", ..." : "");
+    }
   });
 
   struct BeArgs {
