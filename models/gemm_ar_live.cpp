@@ -223,7 +223,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
   if (!modes.count(c.mode)) throw std::invalid_argument(fmt::format("mode: unknown '{}' (expected gemm-only, split, overlapped or lsa)", c.mode));
   if (c.world_size < 2 || c.world_size > hw.gpus())
     throw std::invalid_argument(fmt::format("world_size: {} (the hardware file '{}' has {} GPUs)", c.world_size, hw.name(), hw.gpus()));
-  if (c.bands < c.world_size || c.bands % c.world_size) throw std::invalid_argument("bands: must be a positive multiple of world_size");
+  if (c.bands < c.world_size || c.bands % c.world_size) throw std::invalid_argument(fmt::format("bands: {} is not a positive multiple of world_size {}", c.bands, c.world_size));
   if (c.m % c.bands || c.m % c.world_size) throw std::invalid_argument(fmt::format("m: {} is not divisible by bands {}", c.m, c.bands));
   if (c.m < 1 || c.k < 1 || c.n < 1)
     throw std::invalid_argument(fmt::format("m, n, k: must be >= 1 (got m={}, n={}, k={})", c.m, c.n, c.k));

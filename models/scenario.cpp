@@ -350,8 +350,11 @@ std::string format_table(const nlohmann::json& r) {
     const std::string meas = c["measured_us"].is_null() ? "-" : fmt::format("{:.1f}", c["measured_us"].get<double>());
     const std::string err = c["error_pct"].is_null() ? "-" : fmt::format("{:+.1f}", c["error_pct"].get<double>());
     const bool miss = c["within_tolerance"].is_boolean() && !c["within_tolerance"].get<bool>();
-    const std::string flag = c.contains("known_miss") ? (miss ? "  known miss: " + c["known_miss"].get<std::string>() : "  UNEXPECTED PASS of a known miss")
-                             : miss ? "  OUTSIDE TOLERANCE" : "";
+    std::string flag = c.contains("known_miss") ? (miss ? "  known miss: " + c["known_miss"].get<std::string>() : "  UNEXPECTED PASS of a known miss")
+                       : miss ? "  OUTSIDE TOLERANCE" : "";
+    const auto& cp = c["params"];
+    if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])
+      flag = fmt::format("  (M padded to {}, as the kernel does)", cp["m_padded"].get<int64_t>()) + flag;
     o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
     std::string ph;
     for (const auto& p : c["phases"]) {

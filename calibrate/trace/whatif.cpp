@@ -402,6 +402,9 @@ std::string to_table(const WhatIfReport& r) {
   std::string o;
   auto out = std::back_inserter(o);
   fmt::format_to(out, "trace {}: {} window(s) of phase {}, world size {}\n", r.path, r.windows.size(), r.options.window, r.world_size);
+  if (r.windows.empty())
+    fmt::format_to(out, "warning: the trace has no {} window, so nothing was replayed (choose the phase with --window; "
+                        "`fusesim trace analyze` lists the phases the trace has)\n", r.options.window);
   std::vector<std::string> what;
   if (r.options.comm_stream)
     what.push_back(fmt::format("communication on its own stream ({} kernels moved{})", r.changes.comm_moved,
