@@ -147,6 +147,14 @@ Scenario Scenario::load(const std::string& path) {
         points.swap(next);
       }
     }
+    std::map<std::string, std::pair<int, std::string>> plines;
+    auto note_lines = [&](const YAML::Node& map, const char* where) {
+      if (map && map.IsMap())
+        for (auto it = map.begin(); it != map.end(); ++it) plines[it->first.as<std::string>()] = {line_of(it->first), where};
+    };
+    note_lines(defaults, "defaults");
+    note_lines(cnode["params"], "params");
+    note_lines(cnode["sweep"], "sweep");
     std::vector<std::optional<Measured>> meas(points.size());
     if (const auto m = cnode["measured"]) {
       if (m.IsMap()) {
@@ -179,7 +187,7 @@ Scenario Scenario::load(const std::string& path) {
     }
     for (size_t i = 0; i < points.size(); ++i) {
       if (!ids.insert(points[i].first).second) throw FileError(path, line_of(cnode), key, "duplicate case id '" + points[i].first + "'");
-      sc.cases.push_back(Case{points[i].first, points[i].second, meas[i], ctol, line_of(cnode)});
+      sc.cases.push_back(Case{points[i].first, points[i].second, meas[i], ctol, line_of(cnode), plines});
     }
   }
   return sc;
@@ -260,7 +268,29 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     try {
       res = it->second(hw, c.params, opt.trace);
     } catch (const std::invalid_argument& e) {
-      throw FileError(sc.path, c.line, "cases[" + c.id + "]", e.what());
+      // Point at the parameter the message names (its first quoted or leading word that is a key).
+      const std::string what = e.what();
+      int line = c.line;
+      std::string where = "cases[" + c.id + "]";
+      auto try_key = [&](const std::string& k) {
+        auto pl = c.param_lines.find(k);
+        if (pl == c.param_lines.end() || pl->second.first <= 0) return false;
+        line = pl->second.first;
+        where = pl->second.second == "defaults" ? "defaults." + k : "cases[" + c.id + "]." + pl->second.second + "." + k;
+        return true;
+      };
+      bool found = false;
+      for (size_t q = what.find('\''); q != std::string::npos && !found; q = what.find('\'', q + 1)) {
+        const size_t e2 = what.find('\'', q + 1);
+        if (e2 == std::string::npos) break;
+        found = try_key(what.substr(q + 1, e2 - q - 1));
+        q = e2;
+      }
+      if (!found) {
+        const size_t colon = what.find(':');
+        if (colon != std::string::npos) found = try_key(what.substr(0, colon));
+      }
+      throw FileError(sc.path, line, where, what);
     }
     nlohmann::json out{{"id", c.id}};
     for (auto& [k, v] : res.items()) out[k] = v;

@@ -37,6 +37,8 @@ struct Case {
   std::optional<Measured> measured;
   double tolerance_pct = 10;  ///< |error| allowed by `fusesim check`
   int line = 0;               ///< line of the case in the scenario file
+  /// Line of each parameter's key (defaults, the case's params, its sweep), for error messages.
+  std::map<std::string, std::pair<int, std::string>> param_lines;  ///< key -> (line, "defaults" | "params" | "sweep")
 };
 
 /**

@@ -50,7 +50,7 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
                     "matches no sweep point", 8);
 }
 
-TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheCaseLine) {
+TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
   const std::string p = write_tmp("badparam.yaml", "scenario: s\nhardware: " + kRoot +
                                                        "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: {mode: fused-sdma, chunk: 8}\n");
   auto sc = models::Scenario::load(p);
@@ -60,7 +60,20 @@ TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheCaseLine) {
     ADD_FAILURE() << "ran a case with an unknown parameter";
   } catch (const hw::FileError& e) {
     EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":6:"), std::string::npos) << e.what();  // the params line, not the case's
+    EXPECT_NE(std::string(e.what()).find("cases[a].params.chunk"), std::string::npos) << e.what();
+  }
+  // A bad value given in `defaults` points at the defaults entry.
+  const std::string d = write_tmp("baddefault.yaml", "scenario: s\nhardware: " + kRoot +
+                                                         "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ndefaults:\n  world_size: 3\n"
+                                                         "cases:\n  - id: a\n    params: {mode: fused-sdma}\n");
+  auto sc2 = models::Scenario::load(d);
+  try {
+    models::run_scenario(sc2, hw);
+    ADD_FAILURE() << "ran a case with world_size 3";
+  } catch (const hw::FileError& e) {
     EXPECT_NE(std::string(e.what()).find(":5:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("defaults.world_size"), std::string::npos) << e.what();
   }
 }
 
