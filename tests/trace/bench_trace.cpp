@@ -1,6 +1,10 @@
 // Parse-rate benchmark of the streaming Kineto reader on a generated ~200 MB trace.
 // Reports bytes_per_second (the parse rate) and the process's peak RSS against the file size.
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
 
 #include <filesystem>
 
@@ -20,6 +24,16 @@ struct GeneratedTrace {
   uint64_t plain_bytes = 0, gzip_bytes = 0;
 };
 
+// The temporary files' paths as plain C strings, so a signal handler can remove them (unlink is
+// async-signal-safe) when the benchmark is interrupted (Ctrl-C, timeout's SIGTERM).
+char g_tmp_paths[2][256] = {{0}, {0}};
+extern "C" void remove_tmp_and_exit(int sig) {
+  for (auto& p : g_tmp_paths)
+    if (p[0]) ::unlink(p);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 /// One 200 MB single-rank trace (61 layers x 150 steps, one python_function event per kernel),
 /// written once to /tmp, plus a gzip copy of a 40 MB one.
 const GeneratedTrace& trace_files() {
@@ -32,10 +46,13 @@ const GeneratedTrace& trace_files() {
     spec.decode_steps = 118;
     spec.python_events_per_kernel = 1;
     g.plain = fmt::format("/tmp/fusesim_bench_trace_{}.json", ::getpid());
+    g.gzip = fmt::format("/tmp/fusesim_bench_trace_{}.json.gz", ::getpid());
+    std::strncpy(g_tmp_paths[0], g.plain.c_str(), sizeof g_tmp_paths[0] - 1);
+    std::strncpy(g_tmp_paths[1], g.gzip.c_str(), sizeof g_tmp_paths[1] - 1);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_tmp_and_exit);
     g.plain_bytes = testgen::write_trace_file(spec, 0, g.plain).bytes;
     spec.gzip = true;
     spec.decode_steps = 16;
-    g.gzip = fmt::format("/tmp/fusesim_bench_trace_{}.json.gz", ::getpid());
     testgen::write_trace_file(spec, 0, g.gzip);
     g.gzip_bytes = std::filesystem::file_size(g.gzip);
     std::atexit([] {
