@@ -301,15 +301,23 @@ class Node {
   }
 
   /// Group barrier (system fence + flag barrier over the fabric): when every rank has arrived, each
-  /// rank's continuation runs sync.flag_barrier later.
+  /// rank's continuation runs sync.flag_barrier later. The trace draws, per rank, a "barrier" slice
+  /// from its arrival to its release on the lane gpuR/barrier.
   struct Barrier {
     Node& n;
     std::vector<std::function<void()>> cont;
+    std::vector<double> arrived;
     int left;
-    Barrier(Node& node) : n(node), cont(node.ws), left(node.ws) {}
+    Barrier(Node& node) : n(node), cont(node.ws), arrived(node.ws, 0.0), left(node.ws) {}
     void arrive(int r, std::function<void()> fn) {
       cont[r] = std::move(fn);
-      if (--left == 0) n.sim.after(n.hw.get("sync.flag_barrier"), [this] { for (auto& f : cont) f(); });
+      arrived[r] = n.sim.now();
+      if (--left == 0)
+        n.sim.after(n.hw.get("sync.flag_barrier"), [this] {
+          if (auto* tr = n.sim.trace())
+            for (int q = 0; q < n.ws; ++q) tr->slice(fmt::format("gpu{}/barrier", q), "barrier", arrived[q], n.sim.now());
+          for (auto& f : cont) f();
+        });
     }
   };
   Barrier* barrier() { barriers_.push_back(std::make_unique<Barrier>(*this)); return barriers_.back().get(); }

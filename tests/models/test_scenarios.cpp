@@ -170,7 +170,8 @@ TEST(Trace, FusedCaseHasOneLanePerResourceAndScatterOverlapsGemm) {
   for (const std::string lane : {"cu", "sdma->1"})
     EXPECT_TRUE(std::any_of(threads.begin(), threads.end(), [&](const std::string& t) { return t.rfind(lane, 0) == 0; })) << lane;
   const auto lanes = trace.lanes();
-  for (const std::string lane : {"gpu0/cu", "gpu0/hbm", "gpu0/xgmi->1", "gpu1/xgmi->0", "gpu0/sdma->1"})
+  for (const std::string lane : {"gpu0/cu", "gpu0/hbm", "gpu0/fabric-requests", "gpu0/xgmi->1", "gpu1/xgmi->0",
+                                 "gpu0/sdma->1", "gpu0/barrier", "gpu7/barrier"})
     EXPECT_NE(std::find(lanes.begin(), lanes.end(), lane), lanes.end()) << lane;
   int counters = 0;
   for (const auto& e : j["traceEvents"]) counters += e["ph"] == "C";
