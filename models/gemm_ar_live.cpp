@@ -435,14 +435,15 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
       {"gemm_banded", {"probe", "m", "n", "k", "bands"}},
       {"gemm_with_copies", {"probe", "m", "n", "k", "background", "alone_time_us"}},
       {"copy_hop", {"probe", "size_bytes"}}};
-  if (!p["probe"])
-    throw std::invalid_argument(
-        "probe parameter 'probe' is missing (peer_copy, cu_remote, gemm_banded, gemm_with_copies or copy_hop)");
+  static const std::string names = [] {  // "copy_hop, cu_remote, ..." for the messages below
+    std::string s;
+    for (const auto& [name, unused] : keys) s += (s.empty() ? "" : ", ") + name;
+    return s;
+  }();
+  if (!p["probe"]) throw std::invalid_argument(fmt::format("probe parameter 'probe' is missing (one of: {})", names));
   const std::string probe = p["probe"].as<std::string>();
   const auto kit = keys.find(probe);
-  if (kit == keys.end())
-    throw std::invalid_argument(
-        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded, gemm_with_copies or copy_hop)", probe));
+  if (kit == keys.end()) throw std::invalid_argument(fmt::format("probe: unknown '{}' (expected one of: {})", probe, names));
   for (auto it = p.begin(); it != p.end(); ++it)
     if (!kit->second.count(it->first.as<std::string>()))
       throw std::invalid_argument(fmt::format("unknown {} probe parameter '{}'", probe, it->first.as<std::string>()));
@@ -534,7 +535,7 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     sim.after(hw.get("sync.event_wait_same_gpu"), [&, bytes] {
       node.put(0, 1, bytes, "put 0->1", {}, [&] { t_end = sim.now(); });
     });
-  } else if (probe == "gemm_with_copies") {
+  } else {  // gemm_with_copies (the probe name was checked against `keys` above)
     // probe_interference's gemm_time: GPU 0's GEMM while copy-engine puts run out of it (ce_out),
     // into it (ce_in) or both, started together; the puts last longer than the GEMM. With
     // alone_time_us (the same probe run's GEMM alone) the GEMM's own time comes from there, so the
@@ -547,9 +548,6 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     if (bg == "ce_out" || bg == "ce_both") node.put(0, 1, xfer, "put 0->1", [] {});
     if (bg == "ce_in" || bg == "ce_both") node.put(1, 0, xfer, "put 1->0", [] {});
     node.gemm(0, m, n, k, "gemm", [&] { t_end = sim.now(); }, alone);
-  } else {
-    throw std::invalid_argument(
-        fmt::format("probe: unknown '{}' (expected peer_copy, cu_remote, gemm_banded or gemm_with_copies)", probe));
   }
   sim.run();
   return {{"predicted_us", t_end * 1e6}, {"phases", nlohmann::json::array()}};
