@@ -17,16 +17,8 @@
 
 namespace fusesim::calibrate {
 namespace {
+using test::seed000_files;
 using test::src;
-
-std::vector<std::string> seed000_files() {
-  std::vector<std::string> v;
-  for (const char* f : {"01-headline", "02-gather", "03-pull-grid", "04-phases-sglang", "05-fuse-quantize", "06-reduce-push",
-                        "07-cachedwindow"})
-    v.push_back(src(std::string("calibrate/data/mi355x/") + f + ".jsonl"));
-  v.push_back(src("scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
-  return v;
-}
 
 /// Run each job in a forked child (at most `parallel` at a time); returns each job's string result.
 std::vector<std::string> run_forked(const std::vector<std::function<std::string()>>& jobs, int parallel = 2) {

@@ -16,16 +16,8 @@
 namespace fusesim::calibrate {
 namespace {
 using test::fixture;
+using test::seed000_files;
 using test::src;
-
-std::vector<std::string> seed000_files() {
-  std::vector<std::string> v;
-  for (const char* f : {"01-headline", "02-gather", "03-pull-grid", "04-phases-sglang", "05-fuse-quantize", "06-reduce-push",
-                        "07-cachedwindow"})
-    v.push_back(src(std::string("calibrate/data/mi355x/") + f + ".jsonl"));
-  v.push_back(src("scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
-  return v;
-}
 
 TEST(ResultJson, LogLinesWithPrefixAndNoise) {
   const auto r = parse_measurement_file(fixture("bench.log"));

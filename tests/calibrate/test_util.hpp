@@ -8,11 +8,22 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fusesim::calibrate::test {
 
 inline std::string src(const std::string& rel) { return std::string(FUSESIM_SOURCE_DIR) + "/" + rel; }
 inline std::string fixture(const std::string& name) { return src("tests/calibrate/fixtures/" + name); }
+
+/// The seed-000 measurement files (calibrate/data/mi355x/*.jsonl) and the scenario, as the fit takes them.
+inline std::vector<std::string> seed000_files() {
+  std::vector<std::string> v;
+  for (const char* f : {"01-headline", "02-gather", "03-pull-grid", "04-phases-sglang", "05-fuse-quantize", "06-reduce-push",
+                        "07-cachedwindow"})
+    v.push_back(src(std::string("calibrate/data/mi355x/") + f + ".jsonl"));
+  v.push_back(src("scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
+  return v;
+}
 
 /// A fresh temporary folder for one test.
 inline std::string temp_dir(const std::string& name) {

@@ -17,6 +17,28 @@ double median(std::vector<double> v) {
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+/// Case id prefix (mode) -> (predicted, measured) us, per "n=../m=.." point, without gemm-only.
+using ByPoint = std::map<std::string, std::map<std::string, std::pair<double, double>>>;
+ByPoint by_point(const nlohmann::json& res) {
+  ByPoint at;
+  for (const auto& c : res["cases"]) {
+    const std::string id = c["id"];
+    const std::string mode = id.substr(0, id.find('/'));
+    if (mode == "gemm-only") continue;
+    at[id.substr(id.find('/') + 1)][mode] = {c["predicted_us"].get<double>(), c["measured_us"].get<double>()};
+  }
+  return at;
+}
+
+/// The fastest mode of one point, by prediction or by measurement.
+std::string winner(const std::map<std::string, std::pair<double, double>>& modes, bool measured) {
+  std::string best;
+  double t = 1e30;
+  for (const auto& [mode, pm] : modes)
+    if ((measured ? pm.second : pm.first) < t) t = measured ? pm.second : pm.first, best = mode;
+  return best;
+}
 }  // namespace
 
 TEST(H200Probes, CopyEngineAndPullSweepsWithinThreePercentMedian) {
@@ -74,22 +96,9 @@ TEST(H200Live, PredictionsCommittedBeforeMeasuringMeetTheLimitsAndPickTheWinner)
   EXPECT_LE(res["summary"]["median_abs_error_pct"].get<double>(), 5.0);
   EXPECT_LE(res["summary"]["max_abs_error_pct"].get<double>(), 12.0);
   EXPECT_EQ(res["summary"]["outside_tolerance"].get<int>(), 0);
+  for (const auto& c : res["cases"]) EXPECT_FALSE(c.contains("known_miss")) << c["id"];
   // Winner among split, overlapped and LSA at every (N, M), predicted vs measured.
-  std::map<std::string, std::map<std::string, std::pair<double, double>>> at;  // "n/m" -> mode -> (pred, meas)
-  for (const auto& c : res["cases"]) {
-    const std::string id = c["id"];
-    const std::string mode = id.substr(0, id.find('/'));
-    EXPECT_FALSE(c.contains("known_miss")) << id;
-    if (mode == "gemm-only") continue;
-    at[id.substr(id.find('/') + 1)][mode] = {c["predicted_us"].get<double>(), c["measured_us"].get<double>()};
-  }
-  auto winner = [](const std::map<std::string, std::pair<double, double>>& modes, bool measured) {
-    std::string best;
-    double t = 1e30;
-    for (const auto& [mode, pm] : modes)
-      if ((measured ? pm.second : pm.first) < t) t = measured ? pm.second : pm.first, best = mode;
-    return best;
-  };
+  const ByPoint at = by_point(res);
   ASSERT_EQ(at.size(), 10u);
   for (const auto& [point, modes] : at) EXPECT_EQ(winner(modes, false), winner(modes, true)) << point;
 }
@@ -103,22 +112,10 @@ TEST(H200Live, HeldOutShapesPredictedBeforeAnyLiveRun) {
   EXPECT_EQ(res["summary"]["compared"].get<int>(), 40);
   EXPECT_LE(res["summary"]["median_abs_error_pct"].get<double>(), 5.0);
   EXPECT_LE(res["summary"]["max_abs_error_pct"].get<double>(), 12.0);
-  std::map<std::string, std::map<std::string, std::pair<double, double>>> at;  // "n/m" -> case -> (pred, meas)
-  for (const auto& c : res["cases"]) {
-    const std::string id = c["id"];
-    const std::string mode = id.substr(0, id.find('/'));
-    if (mode == "gemm-only") continue;
-    at[id.substr(id.find('/') + 1)][mode] = {c["predicted_us"].get<double>(), c["measured_us"].get<double>()};
-  }
+  const ByPoint at = by_point(res);
   ASSERT_EQ(at.size(), 8u);
   for (const auto& [point, modes] : at) {
-    std::string best_p, best_m;
-    double tp = 1e30, tm = 1e30;
-    for (const auto& [mode, pm] : modes) {
-      if (pm.first < tp) tp = pm.first, best_p = mode;
-      if (pm.second < tm) tm = pm.second, best_m = mode;
-    }
-    EXPECT_EQ(best_p, best_m) << point;
+    EXPECT_EQ(winner(modes, false), winner(modes, true)) << point;
     // 8 bands never beat 4 here, predicted and measured.
     EXPECT_LT(modes.at("overlapped").first, modes.at("overlapped-8-bands").first) << point;
     EXPECT_LT(modes.at("overlapped").second, modes.at("overlapped-8-bands").second) << point;
