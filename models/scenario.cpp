@@ -105,8 +105,9 @@ Scenario Scenario::load(const std::string& path) {
   sc.model = root["model"].as<std::string>();
   // hardware: relative to the scenario's folder, else to the repository root (its parent), else CWD
   const std::string hwp = root["hardware"].as<std::string>();
-  const fs::path dir = fs::path(path).parent_path();
-  std::vector<fs::path> tries{dir / hwp, dir.parent_path() / hwp, fs::path(hwp)};
+  fs::path dir = fs::path(path).parent_path().lexically_normal();
+  if (dir.empty()) dir = ".";  // a scenario named without its folder: the folder is the CWD
+  std::vector<fs::path> tries{dir / hwp, (dir / "..").lexically_normal() / hwp, fs::path(hwp)};
   sc.hardware_path.clear();
   for (const auto& t : tries)
     if (fs::is_regular_file(t)) { sc.hardware_path = t.lexically_normal().string(); break; }

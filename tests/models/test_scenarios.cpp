@@ -1,9 +1,11 @@
 // Scenario files: loader errors, and the committed scenarios' predictions against their measured
 // values (the tolerances the issues state).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -75,6 +77,26 @@ TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
     EXPECT_NE(std::string(e.what()).find(":5:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("defaults.world_size"), std::string::npos) << e.what();
   }
+}
+
+TEST(ScenarioLoader, HardwareFoundFromAScenarioNamedWithoutItsFolder) {
+  // A scenario in <root>/scenarios run from that folder as `a.yaml` (or `./a.yaml`) finds
+  // `hardware: hw/x.yaml` in <root>/hw, the scenario folder's parent.
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("fusesim_relhw_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "scenarios");
+  fs::create_directories(root / "hw");
+  fs::copy_file(kRoot + "/hw/mi355x-8gpu.yaml", root / "hw" / "x.yaml");
+  std::ofstream(root / "scenarios" / "a.yaml") << "scenario: s\nhardware: hw/x.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n";
+  const fs::path cwd = fs::current_path();
+  fs::current_path(root / "scenarios");
+  for (const std::string name : {"a.yaml", "./a.yaml"}) {
+    const auto sc = models::Scenario::load(name);
+    EXPECT_EQ(fs::weakly_canonical(sc.hardware_path), fs::weakly_canonical(root / "hw" / "x.yaml")) << name;
+  }
+  fs::current_path(cwd);
+  fs::remove_all(root);
 }
 
 TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
