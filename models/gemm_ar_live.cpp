@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
@@ -414,7 +415,10 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
       else if (k == "reduce_blocks") c.reduce_blocks = it->second.as<int>();
       else if (k == "lsa_blocks") c.lsa_blocks = it->second.as<int>();
       else if (k == "lsa_threads") c.lsa_threads = it->second.as<int>();
-      else throw std::invalid_argument(fmt::format("unknown gemm_ar_live parameter '{}'", k));
+      else
+        throw std::invalid_argument(fmt::format(
+            "unknown gemm_ar_live parameter '{}' (accepted: bands, k, lsa_blocks, lsa_threads, m, mode, n, reduce_blocks, "
+            "world_size)", k));
     } catch (const YAML::Exception&) {
       throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type", k, text(it->second)));
     }
@@ -446,7 +450,8 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
   if (kit == keys.end()) throw std::invalid_argument(fmt::format("probe: unknown '{}' (expected one of: {})", probe, names));
   for (auto it = p.begin(); it != p.end(); ++it)
     if (!kit->second.count(it->first.as<std::string>()))
-      throw std::invalid_argument(fmt::format("unknown {} probe parameter '{}'", probe, it->first.as<std::string>()));
+      throw std::invalid_argument(fmt::format("unknown {} probe parameter '{}' (accepted: {})", probe,
+                                              it->first.as<std::string>(), fmt::join(kit->second, ", ")));
   // Typed reads that name the key on a missing or ill-typed value.
   auto need = [&](const char* key) -> YAML::Node {
     if (!p[key]) throw std::invalid_argument(fmt::format("{}: parameter '{}' is missing", probe, key));

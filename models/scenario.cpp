@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/io.hpp"
 #include "models/afd/scenario.hpp"
@@ -212,7 +213,8 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
                                            "sdma_moves_nothing"};
   for (auto it = p.begin(); it != p.end(); ++it) {
     const std::string k = it->first.as<std::string>();
-    if (!known.count(k)) throw std::invalid_argument(fmt::format("unknown gemm_ar parameter '{}'", k));
+    if (!known.count(k))
+      throw std::invalid_argument(fmt::format("unknown gemm_ar parameter '{}' (accepted: {})", k, fmt::join(known, ", ")));
     try {
       const YAML::Node& v = it->second;
       if (k == "mode") c.mode = v.as<std::string>();

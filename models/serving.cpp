@@ -1,9 +1,11 @@
 #include "models/serving.hpp"
 
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/scenario.hpp"
 
@@ -25,11 +27,11 @@ double layer_us(const hw::Hardware& hw, YAML::Node params, int64_t m) {
 }  // namespace
 
 nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink*) {
+  static const std::set<std::string> known{"base", "fused", "prompt_tokens", "batch", "chunk_tokens", "layers", "ttft_base_ms"};
   for (auto it = p.begin(); it != p.end(); ++it) {
     const std::string k = it->first.as<std::string>();
-    if (k != "base" && k != "fused" && k != "prompt_tokens" && k != "batch" && k != "chunk_tokens" && k != "layers" &&
-        k != "ttft_base_ms")
-      throw std::invalid_argument(fmt::format("unknown ttft parameter '{}'", k));
+    if (!known.count(k))
+      throw std::invalid_argument(fmt::format("unknown ttft parameter '{}' (accepted: {})", k, fmt::join(known, ", ")));
   }
   if (!p["base"] || !p["base"].IsMap() || !p["fused"] || !p["fused"].IsMap())
     throw std::invalid_argument("ttft parameters 'base' and 'fused' must be mappings of gemm_ar parameters");

@@ -24,7 +24,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help / --version exit 0; every other command-line error (an unknown option, a file that does
+    // not exist) exits 1 like any other error, after CLI11's message (its own codes run to 100+).
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fusesim: error: {}\n", e.what());
     return 1;

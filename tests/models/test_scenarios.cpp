@@ -64,6 +64,8 @@ TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
     EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(":6:"), std::string::npos) << e.what();  // the params line, not the case's
     EXPECT_NE(std::string(e.what()).find("cases[a].params.chunk"), std::string::npos) << e.what();
+    // ... and lists what would have been accepted, so the typo can be fixed from the message alone.
+    EXPECT_NE(std::string(e.what()).find("accepted: chunks, fuse_quantize"), std::string::npos) << e.what();
   }
   // A bad value given in `defaults` points at the defaults entry.
   const std::string d = write_tmp("baddefault.yaml", "scenario: s\nhardware: " + kRoot +
