@@ -330,6 +330,12 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
           unexpected += ok;
         }
         errs.push_back(std::fabs(err));
+        // Serving rows: how many layers (fused calls per chunk) the measured change would take at the
+        // model's per-layer saving -- a diagnostic next to the scenario's stated layer count, not a fit.
+        if (res.contains("saving_per_layer_forward_us") && res["saving_per_layer_forward_us"].get<double>() > 0 &&
+            res["params"].contains("ttft_base_ms"))
+          out["measured_implies_layers"] = (res["params"]["ttft_base_ms"].get<double>() * 1e3 - meas) /
+                                           res["saving_per_layer_forward_us"].get<double>();
       }
       for (const auto& [name, v] : c.measured->phases_us) {
         bool known = false;
@@ -396,6 +402,14 @@ std::string format_table(const nlohmann::json& r) {
       if (p.contains("measured_us")) ph += fmt::format(" (meas {:.1f}, {:+.1f}%)", p["measured_us"].get<double>(), p["error_pct"].get<double>());
     }
     if (!ph.empty()) o << fmt::format("{:<{}}    phases: {}\n", "", w, ph);
+    if (c.contains("saving_per_layer_forward_us")) {
+      std::string s = fmt::format("the layer saves {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "
+                                  "{:.1f}% of the base TTFT", c["saving_per_layer_forward_us"].get<double>(), c["chunks"].size(),
+                                  cp["layers"].get<double>(), c["layer_share_of_ttft_pct"].get<double>());
+      if (c.contains("measured_implies_layers"))
+        s += fmt::format("; the measured change would take {:.1f} layers", c["measured_implies_layers"].get<double>());
+      o << fmt::format("{:<{}}    serving: {}\n", "", w, s);
+    }
   }
   const auto& s = r["summary"];
   o << fmt::format("compared {}  median |error| {}  max |error| {}  outside tolerance {}  known misses {}  ({:.1f} ms)\n", s["compared"].get<int>(),

@@ -54,6 +54,7 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
           {"predicted_us", pred_us},
           {"ttft_change_pct", (pred_us - base_ms * 1e3) / (base_ms * 1e3) * 100},
           {"layer_share_of_ttft_pct", layers * base_layer_us / (base_ms * 1e3) * 100},
+          {"saving_per_layer_forward_us", -delta_us},
           {"chunks", chunks},
           {"phases", nlohmann::json::array()}};
 }
