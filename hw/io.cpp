@@ -1,6 +1,9 @@
 #include "hw/io.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -43,19 +46,41 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
   return root;
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
+void write_file_atomic(const std::string& path, const std::string& text) { write_files_atomic({{path, text}}); }
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = i + 1; j < files.size(); ++j) {
+      std::error_code ec1, ec2;
+      const auto a = std::filesystem::weakly_canonical(files[i].first, ec1), b = std::filesystem::weakly_canonical(files[j].first, ec2);
+      if (files[i].first == files[j].first || (!ec1 && !ec2 && a == b))
+        throw std::invalid_argument(fmt::format("two outputs name the same file '{}'", files[i].first));
+    }
+  std::vector<std::string> tmps;
+  auto drop = [&] {
+    for (const auto& t : tmps) std::remove(t.c_str());
+  };
+  for (const auto& [path, text] : files) {
+    const std::string tmp = path + ".tmp";
     std::ofstream f(tmp);
-    if (!f || !(f << text) || !f.flush()) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(fmt::format("cannot write '{}'", path));
+    if (!f) {
+      const std::string why = std::strerror(errno);
+      drop();
+      throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
+    }
+    tmps.push_back(tmp);
+    if (!(f << text) || !f.flush()) {
+      const std::string why = std::strerror(errno);
+      drop();
+      throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot move output into '{}'", path));
-  }
+  for (size_t i = 0; i < files.size(); ++i)
+    if (std::rename(tmps[i].c_str(), files[i].first.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      drop();
+      throw std::runtime_error(fmt::format("cannot move output into '{}': {}", files[i].first, why));
+    }
 }
 
 }  // namespace fusesim::hw

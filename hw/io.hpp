@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -16,5 +18,11 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what);
 /// Write `text` to `path` through a temporary file renamed into place, so a failure leaves
 /// neither a half-written file nor the temporary. Errors: std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& text);
+
+/// Write several outputs all-or-nothing: every text goes to its temporary file first; only when all
+/// are written are they renamed into place, so a failure leaves every existing file untouched.
+/// Errors: std::invalid_argument when two outputs name the same file; std::runtime_error naming
+/// the path and the system's reason.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace fusesim::hw

@@ -108,6 +108,7 @@ int effective_chunks(const GemmArConfig& c) {
 }
 
 double window_bytes(const GemmArConfig& c) {
+  if (c.mode == "rccl") return 0.0;  // the baseline all-reduces a framework tensor: no symmetric window
   const double T = double(padded_m(c)) * c.n * kBf16;
   double w = (3.0 + 1.0 / c.world_size) * T;
   if (c.gather_dtype == "fp8") w += T / 2 + kScale * double(padded_m(c));

@@ -59,7 +59,9 @@ int effective_chunks(const GemmArConfig& c);
  * (T), the (ws-1) receive slots (T(ws-1)/ws), the gather's output (T), the reduced slice and one
  * staging slice (2T/ws): (3 + 1/ws) T. The fp8 wire adds the e4m3 staging of every rank's slice and
  * its row scales: T/2 + 4*M_pad bytes. Reproduces 700 / 812 MiB at M=16384, N=7168, ws=8 and
- * 560 / 640 MiB at M=16384, N=5120, ws=2 (seed 000 and the V4.1-Flash PR).
+ * 560 / 640 MiB at M=16384, N=5120, ws=2 (seed 000 and the V4.1-Flash PR). Every mori mode has the
+ * window (gemm-only too: the benchmark's GEMM writes C into it); mode rccl (the GEMM + RCCL baseline)
+ * has none: 0.
  */
 double window_bytes(const GemmArConfig& c);
 

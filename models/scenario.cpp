@@ -394,14 +394,28 @@ std::string format_table(const nlohmann::json& r) {
     const auto& cp = c["params"];
     if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])
       flag = fmt::format("  (M padded to {}, as the kernel does)", cp["m_padded"].get<int64_t>()) + flag;
-    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
+    // A case compared on another metric (an AFD timeline's exchange period) shows that metric's
+    // prediction, so the row's error follows from its own columns.
+    double shown = c["predicted_us"].get<double>();
+    if (c.contains("compared_metric") && c.contains("extra") && c["extra"].contains(c["compared_metric"].get<std::string>())) {
+      shown = c["extra"][c["compared_metric"].get<std::string>()].get<double>();
+      flag = fmt::format("  ({}; exchange time on the slowest Attention rank {:.1f} us)", c["compared_metric"].get<std::string>(),
+                         c["predicted_us"].get<double>()) + flag;
+    }
+    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, shown, meas, err, flag);
     std::string ph;
     for (const auto& p : c["phases"]) {
       const double d = p["end_us"].get<double>() - p["start_us"].get<double>();
       ph += fmt::format("{}{} {:.1f}", ph.empty() ? "" : ", ", p["name"].get<std::string>(), d);
       if (p.contains("measured_us")) ph += fmt::format(" (meas {:.1f}, {:+.1f}%)", p["measured_us"].get<double>(), p["error_pct"].get<double>());
     }
-    if (!ph.empty()) o << fmt::format("{:<{}}    phases: {}\n", "", w, ph);
+    if (c.contains("window_MiB")) {
+      ph += fmt::format("{}symmetric window {:.0f} MiB per GPU", ph.empty() ? "" : "; ", c["window_MiB"].get<double>());
+      if (c.contains("wire_rel_l2") && c["wire_rel_l2"].get<double>() > 0)
+        ph += fmt::format(", fp8 wire relL2 {:.2e} (e4m3, a scale per row, on standard-normal data)", c["wire_rel_l2"].get<double>());
+    }
+    if (!ph.empty()) o << fmt::format("{:<{}}    phases (us): {}\n", "", w, ph);
+    if (c.contains("note") && c["note"].is_string()) o << fmt::format("{:<{}}    note: {}\n", "", w, c["note"].get<std::string>());
     if (c.contains("saving_per_layer_forward_us")) {
       std::string s = fmt::format("the layer saves {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "
                                   "{:.1f}% of the base TTFT", c["saving_per_layer_forward_us"].get<double>(), c["chunks"].size(),
@@ -421,16 +435,18 @@ std::string format_table(const nlohmann::json& r) {
 
 std::string format_csv(const nlohmann::json& r) {
   std::ostringstream o;
-  o << "id,predicted_us,measured_us,error_pct,params,phases\n";
+  o << "id,predicted_us,measured_us,error_pct,params,phases,window_MiB,wire_rel_l2\n";
   for (const auto& c : r["cases"]) {
     std::string ph;
     for (const auto& p : c["phases"])
       ph += fmt::format("{}{}={:.3f}", ph.empty() ? "" : ";", p["name"].get<std::string>(), p["end_us"].get<double>() - p["start_us"].get<double>());
     std::string params = c.contains("params") ? c["params"].dump() : "{}";
     for (size_t pos = 0; (pos = params.find('"', pos)) != std::string::npos; pos += 2) params.insert(pos, 1, '"');  // CSV quoting
-    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\",\"{}\"\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
+    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\",\"{}\",{},{}\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
-                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), params, ph);
+                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), params, ph,
+                     c.contains("window_MiB") ? fmt::format("{:.3f}", c["window_MiB"].get<double>()) : "",
+                     c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : "");
   }
   return o.str();
 }

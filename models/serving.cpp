@@ -20,35 +20,58 @@ double need(const YAML::Node& p, const char* key) {
   }
 }
 
-double layer_us(const hw::Hardware& hw, YAML::Node params, int64_t m) {
-  params["m"] = m;
-  return run_gemm_ar_case(hw, params, nullptr)["predicted_us"].get<double>();
-}
 }  // namespace
 
-nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink*) {
+nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
   static const std::set<std::string> known{"base", "fused", "prompt_tokens", "batch", "chunk_tokens", "layers", "ttft_base_ms"};
   for (auto it = p.begin(); it != p.end(); ++it) {
     const std::string k = it->first.as<std::string>();
     if (!known.count(k))
       throw std::invalid_argument(fmt::format("unknown ttft parameter '{}' (accepted: {})", k, fmt::join(known, ", ")));
   }
+  if (trace)
+    throw std::invalid_argument("the ttft model composes layer predictions and has no timeline of its own: trace the layer "
+                                "with a gemm_ar scenario (the base or fused parameters of this case, with m = the chunk size)");
   if (!p["base"] || !p["base"].IsMap() || !p["fused"] || !p["fused"].IsMap())
     throw std::invalid_argument("ttft parameters 'base' and 'fused' must be mappings of gemm_ar parameters");
-  const double tokens = need(p, "prompt_tokens") * need(p, "batch"), chunk = need(p, "chunk_tokens");
-  const double layers = need(p, "layers"), base_ms = need(p, "ttft_base_ms");
-  if (tokens < 1 || chunk < 1 || layers < 1 || base_ms <= 0) throw std::invalid_argument("ttft parameters must be positive");
+  // The two arms are the same layer run two ways: same shape and group; M comes from the chunks.
+  for (const char* arm : {"base", "fused"})
+    if (p[arm]["m"])
+      throw std::invalid_argument(fmt::format("ttft parameter '{}' sets 'm': M is each chunk's token count (chunk_tokens), "
+                                              "not a layer parameter here", arm));
+  auto whole = [&](const char* key) {
+    const double v = need(p, key);
+    if (v < 1 || v != std::floor(v))
+      throw std::invalid_argument(fmt::format("ttft parameter '{}' must be a whole number >= 1 (got {})", key, v));
+    return v;
+  };
+  const double tokens = whole("prompt_tokens") * whole("batch"), chunk = whole("chunk_tokens");
+  const double layers = whole("layers"), base_ms = need(p, "ttft_base_ms");
+  if (base_ms <= 0) throw std::invalid_argument(fmt::format("ttft parameter 'ttft_base_ms' must be > 0 (got {})", base_ms));
   const YAML::Node base = YAML::Clone(p["base"]), fused = YAML::Clone(p["fused"]);
   double delta_us = 0, base_layer_us = 0;
   nlohmann::json chunks = nlohmann::json::array();
   for (double done = 0; done < tokens; done += chunk) {
     const int64_t m = int64_t(std::min(chunk, tokens - done));
-    const double b = layer_us(hw, base, m), f = layer_us(hw, fused, m);
+    YAML::Node bp = YAML::Clone(base), fp = YAML::Clone(fused);
+    bp["m"] = fp["m"] = m;
+    const auto br = run_gemm_ar_case(hw, bp, nullptr), fr = run_gemm_ar_case(hw, fp, nullptr);
+    for (const char* key : {"n", "k", "world_size", "quant"})
+      if (br["params"][key] != fr["params"][key])
+        throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "
+                                                "the same layer (n, k, world_size, quant)",
+                                                key, fr["params"][key].dump(), key, br["params"][key].dump()));
+    const double b = br["predicted_us"].get<double>(), f = fr["predicted_us"].get<double>();
     delta_us += f - b;
     base_layer_us += b;
     chunks.push_back({{"m", m}, {"base_us", b}, {"fused_us", f}});
   }
   const double pred_us = base_ms * 1e3 + layers * delta_us;
+  if (layers * base_layer_us >= base_ms * 1e3)
+    throw std::invalid_argument(fmt::format(
+        "ttft parameter 'ttft_base_ms' ({} ms) is shorter than the base arm's {} layers alone ({:.1f} ms at the model's "
+        "{:.1f} us per layer over the prompt): the measured base TTFT, the layer count or the shape is wrong",
+        base_ms, layers, layers * base_layer_us / 1e3, base_layer_us));
   return {{"params", {{"prompt_tokens", need(p, "prompt_tokens")}, {"batch", need(p, "batch")}, {"chunk_tokens", chunk},
                       {"layers", layers}, {"ttft_base_ms", base_ms}}},
           {"predicted_us", pred_us},

@@ -24,8 +24,11 @@ namespace fusesim::models {
  * The prefill runs ceil(batch * prompt_tokens / chunk_tokens) chunks; per chunk and layer the call
  * changes by fused(M) - base(M) (both predicted by the gemm_ar model on the scenario's hardware).
  * predicted TTFT = ttft_base + layers * sum over chunks of the change. Reported in us, with
- * "ttft_change_pct" and the layer's implied share of the baseline TTFT.
- * Errors: std::invalid_argument naming a missing or bad parameter.
+ * "ttft_change_pct", the layer's share of the baseline TTFT and "saving_per_layer_forward_us" (the
+ * layer's saving summed over the prompt's chunks).
+ * Errors: std::invalid_argument naming a missing or bad parameter: counts that are not whole numbers
+ * >= 1, 'base' and 'fused' that are not the same layer (n, k, world_size, quant) or that set 'm', a
+ * ttft_base_ms shorter than the base arm's layers alone, or a trace sink (this model has no timeline).
  */
 nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
 

@@ -24,10 +24,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help / --version exit 0; every other command-line error (an unknown option, a file that does
-    // not exist) exits 1 like any other error, after CLI11's message (its own codes run to 100+).
+    // --help / --version exit 0 and `check` exits 2 (a CLI::RuntimeError from its callback); CLI11's own
+    // usage errors (an unknown option, a file that does not exist: codes 100 and up) exit 1 like any
+    // other bad input, after CLI11's message.
     const int rc = app.exit(e);
-    return rc == 0 ? 0 : 1;
+    return rc >= 100 ? 1 : rc;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fusesim: error: {}\n", e.what());
     return 1;

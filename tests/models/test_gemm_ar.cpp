@@ -85,6 +85,8 @@ TEST(GemmArMemory, WindowSizeMatchesTheSeeds) {
   EXPECT_NEAR(models::window_bytes(c) / MiB, 560, 560 * 0.02);
   c.gather_dtype = "fp8";
   EXPECT_NEAR(models::window_bytes(c) / MiB, 640, 640 * 0.02);
+  // The GEMM + RCCL baseline all-reduces an ordinary tensor: no window.
+  EXPECT_EQ(models::window_bytes(cfg("rccl")), 0.0);
 }
 
 TEST(GemmArMechanism, FusedGemmRunsLongerBecauseOfConcurrentTraffic) {

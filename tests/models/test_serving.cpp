@@ -2,6 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "hw/io.hpp"
 
 #include "models/params.hpp"
 #include "models/scenario.hpp"
@@ -53,6 +59,57 @@ TEST(Ttft, MeasuredChangeIsTranslatedIntoTheLayerCountItWouldTake) {
     }
   }
   EXPECT_EQ(rows, 12);
+}
+
+TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
+  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  auto hw = models::load_scenario_hardware(sc);
+  const YAML::Node good = YAML::Load(
+      "{batch: 8, prompt_tokens: 4096, chunk_tokens: 16384, layers: 61, ttft_base_ms: 1136.1,"
+      " base: {mode: rccl, n: 7168, k: 2048, world_size: 8, quant: blockscale},"
+      " fused: {mode: fused-sdma, n: 7168, k: 2048, world_size: 8, quant: blockscale}}");
+  EXPECT_NO_THROW(models::run_ttft_case(hw, good, nullptr));
+  auto expect_error = [&](const std::string& key, const YAML::Node& value, const std::string& text, const char* arm = nullptr) {
+    YAML::Node p = YAML::Clone(good);
+    if (arm) p[arm][key] = value;
+    else p[key] = value;
+    try {
+      models::run_ttft_case(hw, p, nullptr);
+      ADD_FAILURE() << key << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  expect_error("batch", YAML::Node(2.5), "'batch' must be a whole number >= 1");
+  expect_error("batch", YAML::Node(-4), "'batch' must be a whole number >= 1");
+  expect_error("prompt_tokens", YAML::Node(-2048), "'prompt_tokens' must be a whole number >= 1");
+  expect_error("ttft_base_ms", YAML::Node(1.0), "'ttft_base_ms' (1 ms) is shorter than the base arm's 61 layers");
+  expect_error("n", YAML::Node(4096), "both arms must be the same layer", "fused");
+  expect_error("world_size", YAML::Node(4), "both arms must be the same layer", "fused");
+  expect_error("m", YAML::Node(4096), "'base' sets 'm'", "base");
+  sim::TraceSink trace;
+  EXPECT_THROW(models::run_ttft_case(hw, good, &trace), std::invalid_argument);  // no timeline of its own
+}
+
+TEST(Outputs, SeveralFilesAreWrittenAllOrNothing) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "fusesim_outputs_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string a = (dir / "trace.json").string();
+  { std::ofstream(a) << "old"; }
+  // The second output cannot be written: the first keeps its old content, no temporary is left.
+  EXPECT_THROW(hw::write_files_atomic({{a, "new"}, {(dir / "missing" / "out.txt").string(), "x"}}), std::runtime_error);
+  std::ifstream in(a);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "old");
+  EXPECT_FALSE(fs::exists(a + ".tmp"));
+  EXPECT_THROW(hw::write_files_atomic({{a, "1"}, {(dir / "." / "trace.json").string(), "2"}}), std::invalid_argument);
+  hw::write_files_atomic({{a, "new"}, {(dir / "out.txt").string(), "x"}});
+  std::ifstream in2(a);
+  std::string got2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got2, "new");
+  fs::remove_all(dir);
 }
 
 TEST(BreakEven, FusedWinsFromSomeMAndAtTheServingThresholds) {
