@@ -701,29 +701,55 @@ void run_pods(Ctx& x) {
 
 }  // namespace
 
+bool AfdCase::was_given(const std::string& key) const {
+  return std::find(given.begin(), given.end(), key) != given.end();
+}
+
+bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
+
 void validate(const AfdCase& c, const hw::Hardware& hw) {
-  auto bad = [](const std::string& k, const std::string& m) { throw std::invalid_argument("afd case: " + k + ": " + m); };
-  if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked") bad("path", "expected afd, afd_shared or masked, got '" + c.path + "'");
-  if (c.view != "span" && c.view != "collect") bad("view", "expected span or collect, got '" + c.view + "'");
-  if (c.attention_ranks < 1) bad("attention_ranks", "must be >= 1");
-  if (c.ffn_ranks < 1) bad("ffn_ranks", "must be >= 1");
-  if (c.tokens < 1) bad("tokens", "must be >= 1");
-  const int sm = int(hw.get_or("gpu.sm_count", 132));
-  if (c.transport_sms < 1 || c.transport_sms > sm) bad("transport_sms", fmt::format("must be in 1..{}", sm));
-  if (c.combine_sms < 0 || c.combine_sms > sm) bad("combine_sms", fmt::format("must be in 0..{}", sm));
-  if (c.ffn_combine_sms < 0 || c.ffn_combine_sms > sm) bad("ffn_combine_sms", fmt::format("must be in 0..{}", sm));
-  if (c.hidden < 1) bad("hidden", "must be >= 1");
-  if (c.dtype_bytes < 1) bad("dtype_bytes", "must be >= 1");
-  if (c.topk < 1 || c.topk > c.experts) bad("topk", "must be in 1..experts");
-  if (c.experts % c.ffn_ranks) bad("experts", "must be a multiple of ffn_ranks");
+  // Every message quotes the key first: the scenario loader points at the line of the first quoted
+  // word that is a param key.
+  auto bad = [](const std::string& k, const std::string& m) {
+    throw std::invalid_argument(fmt::format("afd case: '{}' {}", k, m));
+  };
+  if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked")
+    bad("path", "must be afd, afd_shared or masked, got '" + c.path + "'");
+  if (c.view != "span" && c.view != "collect") bad("view", "must be span or collect, got '" + c.view + "'");
+  if (c.attention_ranks < 1) bad("attention_ranks", fmt::format("must be >= 1, got {}", c.attention_ranks));
+  if (c.ffn_ranks < 1) bad("ffn_ranks", fmt::format("must be >= 1, got {}", c.ffn_ranks));
+  if (c.ffn_ranks > 32) bad("ffn_ranks", fmt::format("must be <= 32 (routing keeps a 32-bit mask of FFN ranks), got {}", c.ffn_ranks));
+  // The split must fit the hardware: one NVLink domain, or (pods) the FFN ranks one pod.
   const bool pods = hw.topology_kind() == "pods";
   const int domain = pods ? hw.topology_int("gpus_per_pod", 4) : hw.gpus();
-  if (!pods && c.attention_ranks + c.ffn_ranks > hw.gpus())
-    bad("attention_ranks", fmt::format("A+F = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
-  if (pods) {
-    if (c.ffn_ranks > domain) bad("ffn_ranks", fmt::format("the FFN ranks must fit one pod of {}", domain));
-    if (c.ffn_ranks + c.attention_ranks > hw.gpus())
-      bad("attention_ranks", fmt::format("A+F = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
+  if (pods && c.ffn_ranks > domain) bad("ffn_ranks", fmt::format("must fit one pod of {} GPUs, got {}", domain, c.ffn_ranks));
+  if (c.attention_ranks + c.ffn_ranks > hw.gpus())
+    bad("attention_ranks", fmt::format("+ 'ffn_ranks' = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
+  if (c.tokens < 1 || c.tokens > kMaxTokens)
+    bad("tokens", fmt::format("must be in 1..{} (tokens per Attention rank), got {}", kMaxTokens, c.tokens));
+  const int sm = int(hw.get_or("gpu.sm_count", 132));
+  if (c.transport_sms < 1 || c.transport_sms > sm) bad("transport_sms", fmt::format("must be in 1..{}, got {}", sm, c.transport_sms));
+  if (c.combine_sms < 0 || c.combine_sms > sm) bad("combine_sms", fmt::format("must be in 0..{}, got {}", sm, c.combine_sms));
+  if (c.ffn_combine_sms < 0 || c.ffn_combine_sms > sm)
+    bad("ffn_combine_sms", fmt::format("must be in 0..{}, got {}", sm, c.ffn_combine_sms));
+  if (c.hidden < 1) bad("hidden", fmt::format("must be >= 1, got {}", c.hidden));
+  if (c.dtype_bytes < 1) bad("payload", fmt::format("must have >= 1 byte per element, got {}", c.dtype_bytes));
+  if (c.capacity < 1) bad("capacity", fmt::format("must be >= 1, got {}", c.capacity));
+  if (c.experts < 1) bad("experts", fmt::format("must be >= 1, got {}", c.experts));
+  if (c.topk < 1 || c.topk > c.experts) bad("topk", fmt::format("must be in 1..'experts' ({}), got {}", c.experts, c.topk));
+  if (c.experts % c.ffn_ranks)
+    bad("experts", fmt::format("({}) must be a multiple of 'ffn_ranks' ({})", c.experts, c.ffn_ranks));
+  // InfiniBand-only switches: the NVLink-domain model (run_nvlink) reads none of them, so on
+  // hardware without a NIC they would be accepted and change nothing.
+  if (!has_nic_path(hw)) {
+    const bool set[] = {c.was_given("hybrid") || !c.hybrid, c.was_given("skip_empty_finish") || c.skip_empty_finish,
+                        c.was_given("inline_finish") || c.inline_finish};
+    const char* keys[] = {"hybrid", "skip_empty_finish", "inline_finish"};
+    for (int i = 0; i < 3; ++i)
+      if (set[i])
+        bad(keys[i], fmt::format("applies to the InfiniBand path (hardware with a NIC, topology kind pods); {} has none "
+                                 "(topology {}, the NVLink-domain model ignores it)",
+                                 hw.name(), hw.topology_kind()));
   }
 }
 
@@ -732,6 +758,13 @@ AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink*
   Ctx x(hw, c, trace);
   if (hw.topology_kind() == "pods") run_pods(x);
   else run_nvlink(x);
+  if (const auto it = x.res.extra.find("routing_dropped_rows"); it != x.res.extra.end() && it->second > 0) {
+    const long routed = long(c.attention_ranks) * c.tokens * c.topk;
+    x.res.note = fmt::format(
+        "routing dropped {} of {} rows ({} Attention ranks x {} tokens x top-{}) over capacity {} (rows per expert "
+        "per Attention rank); dropped rows are not sent",
+        long(it->second), routed, c.attention_ranks, c.tokens, c.topk, c.capacity);
+  }
   if (trace) {
     for (const auto& k : x.res.kernels)
       trace->slice(fmt::format("gpu{}/kernels", k.device), k.kernel, k.start_us * kUs, k.end_us * kUs,

@@ -12,15 +12,23 @@
 
 namespace fusesim::afd {
 
+/// Largest T (tokens per Attention rank) a case may ask for: 32x the T from which the default
+/// capacity (2048 rows per expert per source, 128 experts, top-8) must drop rows (T > 32768), and
+/// still a run of under two seconds and ~120 MB on the 12-Attention-rank pods (routing keeps
+/// per-token state; T = 1e8 needed ~10 GB and looked like a hang).
+inline constexpr int kMaxTokens = 1 << 20;
+
 /**
  * One exchange (dispatch + combine) to simulate. Names follow the benchmark (seed 004 passthrough):
- * --ffn-ranks, --attention-ranks, --tokens, --num-sms, --hidden, --hybrid.
+ * --ffn-ranks, --attention-ranks, --tokens, --num-sms, --hidden, --hybrid. The member defaults
+ * serve the C++ API; a scenario case must name attention_ranks, ffn_ranks and tokens
+ * (afd_case_from_yaml), the other keys default to the values below.
  */
 struct AfdCase {
   std::string path = "afd";    ///< afd (role-aware) | afd_shared (afd, FFN combine grid from ffn_combine_sms) | masked
   int attention_ranks = 2;     ///< A: GPUs that run attention and send tokens
   int ffn_ranks = 2;           ///< F: GPUs that hold the experts
-  int tokens = 128;            ///< T: tokens per Attention rank
+  int tokens = 128;            ///< T: tokens per Attention rank (1..kMaxTokens)
   int transport_sms = 24;      ///< SMs of dispatch/combine; channels C = 8 x transport_sms
   int combine_sms = 0;         ///< combine grid on every rank (AFDEP_SCRATCH_COMBINE_SMS); 0 = transport_sms
   int ffn_combine_sms = 0;     ///< FFN-only combine grid (AFDEP_SCRATCH_FFN_COMBINE_SMS); 0 = off
@@ -41,7 +49,16 @@ struct AfdCase {
   bool skip_empty_finish = false;  ///< no finish atomic on channels that carried nothing; one release per pair
   bool rotate_channels = false;    ///< token t of source s rides channel (t + s*C/sources) mod C
   bool inline_finish = false;      ///< data-less finishes as inline RDMA writes (no atomic unit)
+  /// Keys the scenario case set explicitly (afd_case_from_yaml fills it): validate() refuses the
+  /// InfiniBand-only switches (hybrid, skip_empty_finish, inline_finish) on hardware without a NIC
+  /// when given at all, since `hybrid: on` equals the default and would otherwise pass unnoticed.
+  std::vector<std::string> given;
+  bool was_given(const std::string& key) const;
 };
+
+/// Whether `hw` runs the InfiniBand (NIC) model: topology kind "pods". Elsewhere the NVLink-domain
+/// model runs, which has no NIC and ignores hybrid, skip_empty_finish and inline_finish.
+bool has_nic_path(const hw::Hardware& hw);
 
 /// Number of channels: C = 8 x transport SMs (AFD.md "Channels and control traffic").
 inline int channels_of(int transport_sms) { return 8 * transport_sms; }
@@ -94,6 +111,9 @@ struct AfdResult {
   int channels = 0;
   bool cross_node = false;
   std::map<std::string, double> extra;  ///< diagnostics (bytes, bottleneck shares)
+  /// Case-level remark not tied to a phase, empty if none: set when routing dropped rows over
+  /// capacity ("routing dropped D of N rows over capacity C ..."); the scenario JSON's "note".
+  std::string note;
 };
 
 /**
@@ -103,9 +123,10 @@ struct AfdResult {
  * S = attention_ranks / gpus_per_pod) with NICs as OpServers and RDMA payload as flows.
  * trace (optional): one lane per device's kernels ("gpuN/kernels") and per NIC ("nicN/requester",
  * "nicN/responder"), plus the engine's own flow lanes.
- * Errors: std::invalid_argument naming the field for impossible cases (ranks < 1, T < 1, SMs out of
- * 1..gpu.sm_count, unknown path, split not fitting the hardware); std::out_of_range if the
- * hardware file lacks a parameter the model needs.
+ * Errors: std::invalid_argument whose first quoted word is the offending key ("afd case: 'tokens'
+ * must be in 1..1048576, got 0") for impossible cases (ranks < 1, T outside 1..kMaxTokens, SMs out
+ * of 1..gpu.sm_count, unknown path, split not fitting the hardware, an InfiniBand-only switch on
+ * hardware without a NIC); std::out_of_range if the hardware file lacks a parameter the model needs.
  */
 AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink* trace = nullptr);
 

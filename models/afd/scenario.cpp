@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace fusesim::afd {
 
@@ -17,55 +19,138 @@ const std::vector<std::string>& afd_case_param_names() {
   return names;
 }
 
+namespace {
+std::string scalar_text(const YAML::Node& n) {
+  if (!n || n.IsNull()) return "null";
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+[[noreturn]] void wrong_type(const std::string& k, const std::string& expected, const YAML::Node& v) {
+  throw std::invalid_argument(fmt::format("afd case: '{}' must be {}, got '{}'", k, expected, scalar_text(v)));
+}
+
+int as_int(const YAML::Node& v, const std::string& k) {
+  long long x = 0;
+  try {
+    if (!v.IsScalar()) wrong_type(k, "an integer", v);
+    x = v.as<long long>();
+  } catch (const YAML::Exception&) {
+    wrong_type(k, "an integer", v);
+  }
+  if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+    throw std::invalid_argument(fmt::format("afd case: '{}' = {} is out of range", k, x));
+  return int(x);
+}
+
+bool as_bool(const YAML::Node& v, const std::string& k) {
+  try {
+    if (v.IsScalar()) return v.as<bool>();
+  } catch (const YAML::Exception&) {
+  }
+  wrong_type(k, "true or false", v);
+}
+
+std::string as_string(const YAML::Node& v, const std::string& k, const std::string& expected) {
+  if (!v.IsScalar()) wrong_type(k, expected, v);
+  return v.Scalar();
+}
+
+/// The keys a case must give, with what they are (the message when one is missing).
+const std::vector<std::pair<std::string, std::string>>& required_keys() {
+  static const std::vector<std::pair<std::string, std::string>> r{
+      {"attention_ranks", "Attention ranks A, >= 1"},
+      {"ffn_ranks", "FFN ranks F, >= 1"},
+      {"tokens", fmt::format("tokens per Attention rank, 1..{}", kMaxTokens)}};
+  return r;
+}
+}  // namespace
+
 AfdCase afd_case_from_yaml(const YAML::Node& params) {
   AfdCase c;
-  if (!params) return c;
-  if (!params.IsMap()) throw std::invalid_argument("afd case: params must be a mapping");
+  if (params && !params.IsNull() && !params.IsMap()) throw std::invalid_argument("afd case: params must be a mapping");
   const auto& names = afd_case_param_names();
-  for (auto it = params.begin(); it != params.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    if (std::find(names.begin(), names.end(), k) == names.end())
-      throw std::invalid_argument(fmt::format("afd case: unknown param '{}' (accepted: {})", k, fmt::join(names, ", ")));
-    const YAML::Node& v = it->second;
-    try {
-      if (k == "path") c.path = v.as<std::string>();
-      else if (k == "attention_ranks") c.attention_ranks = v.as<int>();
-      else if (k == "ffn_ranks") c.ffn_ranks = v.as<int>();
-      else if (k == "tokens") c.tokens = v.as<int>();
-      else if (k == "transport_sms") c.transport_sms = v.as<int>();
-      else if (k == "hidden") c.hidden = v.as<int>();
-      else if (k == "topk") c.topk = v.as<int>();
-      else if (k == "experts") c.experts = v.as<int>();
-      else if (k == "capacity") c.capacity = v.as<int>();
-      else if (k == "combine_sms") c.combine_sms = v.as<int>();
-      else if (k == "ffn_combine_sms") c.ffn_combine_sms = v.as<int>();
-      else if (k == "seed") c.seed = v.as<uint64_t>();
-      else if (k == "view") c.view = v.as<std::string>();
+  if (params && params.IsMap()) {
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (std::find(names.begin(), names.end(), k) == names.end())
+        throw std::invalid_argument(fmt::format("afd case: unknown param '{}' (accepted: {})", k, fmt::join(names, ", ")));
+      const YAML::Node& v = it->second;
+      if (k == "path") c.path = as_string(v, k, "afd, afd_shared or masked");
+      else if (k == "attention_ranks") c.attention_ranks = as_int(v, k);
+      else if (k == "ffn_ranks") c.ffn_ranks = as_int(v, k);
+      else if (k == "tokens") c.tokens = as_int(v, k);
+      else if (k == "transport_sms") c.transport_sms = as_int(v, k);
+      else if (k == "hidden") c.hidden = as_int(v, k);
+      else if (k == "topk") c.topk = as_int(v, k);
+      else if (k == "experts") c.experts = as_int(v, k);
+      else if (k == "capacity") c.capacity = as_int(v, k);
+      else if (k == "combine_sms") c.combine_sms = as_int(v, k);
+      else if (k == "ffn_combine_sms") c.ffn_combine_sms = as_int(v, k);
+      else if (k == "seed") {
+        try {
+          if (!v.IsScalar() || v.Scalar().empty() || v.Scalar()[0] == '-') wrong_type(k, "an integer >= 0", v);
+          c.seed = v.as<uint64_t>();
+        } catch (const YAML::Exception&) {
+          wrong_type(k, "an integer >= 0", v);
+        }
+      } else if (k == "view") c.view = as_string(v, k, "span or collect");
       else if (k == "hybrid") {
-        const std::string s = v.as<std::string>();
+        const std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "on" || s == "true") c.hybrid = true;
         else if (s == "off" || s == "false") c.hybrid = false;
-        else throw std::invalid_argument("expected on|off");
+        else wrong_type(k, "on or off", v);
       } else if (k == "payload") {
-        const std::string s = v.as<std::string>();
+        const std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "bf16" || s == "fp16") c.dtype_bytes = 2;
         else if (s == "fp8") c.dtype_bytes = 1;
         else if (s == "fp32") c.dtype_bytes = 4;
-        else throw std::invalid_argument("expected bf16|fp16|fp8|fp32");
-      } else if (k == "grid_sync_exit") c.grid_sync_exit = v.as<bool>();
-      else if (k == "skip_empty_finish") c.skip_empty_finish = v.as<bool>();
-      else if (k == "rotate_channels") c.rotate_channels = v.as<bool>();
-      else if (k == "inline_finish") c.inline_finish = v.as<bool>();
-    } catch (const YAML::Exception& e) {
-      throw std::invalid_argument(fmt::format("afd case: param '{}': {}", k, e.what()));
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("afd case: param '{}': {}", k, e.what()));
+        else wrong_type(k, "bf16, fp16, fp8 or fp32", v);
+      } else if (k == "grid_sync_exit") c.grid_sync_exit = as_bool(v, k);
+      else if (k == "skip_empty_finish") c.skip_empty_finish = as_bool(v, k);
+      else if (k == "rotate_channels") c.rotate_channels = as_bool(v, k);
+      else if (k == "inline_finish") c.inline_finish = as_bool(v, k);
+      c.given.push_back(k);
     }
   }
+  for (const auto& [k, what] : required_keys())
+    if (!c.was_given(k)) throw std::invalid_argument(fmt::format("afd case: parameter '{}' is missing ({})", k, what));
   return c;
 }
 
-static nlohmann::json result_json(const AfdResult& r) {
+namespace {
+/// The case's effective parameters: every model input, plus the what-if switches that were set.
+nlohmann::json params_json(const AfdCase& c, bool cross_node) {
+  nlohmann::json p = {{"path", c.path},
+                      {"attention_ranks", c.attention_ranks},
+                      {"ffn_ranks", c.ffn_ranks},
+                      {"tokens", c.tokens},
+                      {"transport_sms", c.transport_sms},
+                      {"hidden", c.hidden},
+                      {"dtype_bytes", c.dtype_bytes},
+                      {"topk", c.topk},
+                      {"experts", c.experts},
+                      {"capacity", c.capacity},
+                      {"seed", c.seed}};
+  auto set = [&](const std::string& k, bool v) { return v || c.was_given(k); };
+  if (cross_node) {
+    p["hybrid"] = c.hybrid;  // the InfiniBand path's mode, given or not
+    if (set("skip_empty_finish", c.skip_empty_finish)) p["skip_empty_finish"] = c.skip_empty_finish;
+    if (set("inline_finish", c.inline_finish)) p["inline_finish"] = c.inline_finish;
+  } else {
+    // Settings only the NVLink-domain model reads.
+    p["view"] = c.view;
+    p["combine_sms"] = c.combine_sms > 0 ? c.combine_sms : c.transport_sms;
+    if (set("ffn_combine_sms", c.ffn_combine_sms > 0)) p["ffn_combine_sms"] = c.ffn_combine_sms;
+    if (set("grid_sync_exit", c.grid_sync_exit)) p["grid_sync_exit"] = c.grid_sync_exit;
+  }
+  if (set("rotate_channels", c.rotate_channels)) p["rotate_channels"] = c.rotate_channels;
+  return p;
+}
+
+nlohmann::json result_json(const AfdCase& c, const AfdResult& r) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& k : r.kernels)
     phases.push_back({{"name", fmt::format("dev{}/{}", k.device, k.kernel)}, {"role", k.role},
@@ -79,11 +164,34 @@ static nlohmann::json result_json(const AfdResult& r) {
                           {"cross_node", r.cross_node}};
   if (!nics.empty()) extra["nic_ops_per_round_trip"] = nics;
   for (const auto& [k, v] : r.extra) extra[k] = v;
-  return {{"predicted_us", r.exchange_us}, {"phases", phases}, {"extra", extra}};
+  nlohmann::json out = {{"params", params_json(c, r.cross_node)}, {"predicted_us", r.exchange_us},
+                        {"phases", phases}, {"extra", extra}};
+  if (!r.note.empty()) out["note"] = r.note;
+  return out;
 }
 
+/// Line of the first quoted word of `what` that is a key of `params` (else `fallback`).
+int key_line(const std::string& what, const YAML::Node& params, int fallback) {
+  if (!params || !params.IsMap()) return fallback;
+  for (size_t q = what.find('\''); q != std::string::npos; q = what.find('\'', q + 1)) {
+    const size_t e = what.find('\'', q + 1);
+    if (e == std::string::npos) break;
+    const std::string k = what.substr(q + 1, e - q - 1);
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it->first.as<std::string>() != k) continue;
+      // A merged or swept map has fresh keys; its values keep their place in the file.
+      const int line = it->first.Mark().line >= 0 ? it->first.Mark().line : it->second.Mark().line;
+      if (line >= 0) return line + 1;
+    }
+    q = e;
+  }
+  return fallback;
+}
+}  // namespace
+
 nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace) {
-  return result_json(simulate_afd(hw, afd_case_from_yaml(params), trace));
+  const AfdCase c = afd_case_from_yaml(params);
+  return result_json(c, simulate_afd(hw, c, trace));
 }
 
 double AfdScenarioReport::median_abs_err_pct() const {
@@ -119,12 +227,22 @@ AfdScenarioReport evaluate_afd_scenario(const std::string& path, const std::stri
     hwp = own.get();
   }
   if (doc["tolerance_pct"]) rep.tolerance_pct = doc["tolerance_pct"].as<double>();
+  // A value in the file's `defaults:` counts as given, as in the scenario loader (models/scenario.cpp).
+  const YAML::Node defaults = doc["defaults"];
+  auto with_defaults = [&](const YAML::Node& params) {
+    if (!defaults || !defaults.IsMap()) return params;
+    YAML::Node out(YAML::NodeType::Map);
+    for (auto it = defaults.begin(); it != defaults.end(); ++it) out[it->first.as<std::string>()] = it->second;
+    if (params && params.IsMap())
+      for (auto it = params.begin(); it != params.end(); ++it) out[it->first.as<std::string>()] = it->second;
+    return out;
+  };
   for (const auto& cs : doc["cases"]) {
     const std::string id = cs["id"].as<std::string>();
     std::vector<YAML::Node> variants;
     if (cs["sweep"]) {
       // Cartesian product of the sweep lists over the base params.
-      variants.push_back(YAML::Clone(cs["params"]));
+      variants.push_back(YAML::Clone(with_defaults(cs["params"])));
       for (auto it = cs["sweep"].begin(); it != cs["sweep"].end(); ++it) {
         std::vector<YAML::Node> next;
         for (const auto& base : variants)
@@ -136,20 +254,19 @@ AfdScenarioReport evaluate_afd_scenario(const std::string& path, const std::stri
         variants = next;
       }
     } else {
-      variants.push_back(cs["params"]);
+      variants.push_back(with_defaults(cs["params"]));
     }
     for (const auto& params : variants) {
       AfdCase c;
+      AfdResult r;
       try {
         c = afd_case_from_yaml(params);
+        r = simulate_afd(*hwp, c, nullptr);
       } catch (const std::invalid_argument& e) {
-        throw hw::FileError(path, cs.Mark().line + 1, "cases." + id + ".params", e.what());
+        throw hw::FileError(path, key_line(e.what(), params, cs.Mark().line + 1), "cases." + id + ".params", e.what());
       }
-      const AfdResult r = simulate_afd(*hwp, c, nullptr);
-      nlohmann::json pj = result_json(r);
+      nlohmann::json pj = result_json(c, r);
       pj["id"] = id;
-      pj["params"] = {{"path", c.path}, {"attention_ranks", c.attention_ranks}, {"ffn_ranks", c.ffn_ranks},
-                      {"tokens", c.tokens}, {"transport_sms", c.transport_sms}, {"hybrid", c.hybrid}};
       const YAML::Node m = cs["measured"];
       if (m && !cs["sweep"]) {
         if (m["value_us"]) {

@@ -1,9 +1,11 @@
 // AFD model tests: NIC operation counts (AFD.md formulas), routing counts, scenario tolerances.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
-#include <cstdio>
 
 #include "models/scenario.hpp"
 
@@ -326,5 +328,188 @@ TEST(AfdScenarioPredictions, PredictionOnlyScenariosRun) {
     EXPECT_TRUE(rep.points.empty()) << f;
     EXPECT_GT(rep.predictions.size(), 0u) << f;
     for (const auto& p : rep.predictions) EXPECT_GT(p["predicted_us"].get<double>(), 0.0);
+  }
+}
+
+// ---- case parameters: required keys, types, ranges, hardware fit, params and note in the result ------
+namespace {
+/// The message of the std::invalid_argument that running `yaml` params on `hw` throws ("" if none).
+std::string case_error(const hw::Hardware& hw, const std::string& yaml) {
+  try {
+    (void)run_afd_case(hw, YAML::Load(yaml), nullptr);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+/// First quoted word of a message (what the scenario loader maps to the key's line).
+std::string first_quoted(const std::string& m) {
+  const size_t a = m.find('\''), b = a == std::string::npos ? a : m.find('\'', a + 1);
+  return b == std::string::npos ? "" : m.substr(a + 1, b - a - 1);
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+/// A scenario file `text` (hardware named as hw/...) in a scratch repository whose hw/ links to the
+/// real one, so both the scenario loader and evaluate_afd_scenario (root + hardware) find it.
+/// Returns {file, root}.
+std::pair<std::string, std::string> scratch_scenario(const std::string& name, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "afd_scratch_repo";
+  fs::create_directories(root / "scenarios");
+  if (!fs::exists(root / "hw")) fs::create_directory_symlink(fs::path(kRoot) / "hw", root / "hw");
+  const fs::path file = root / "scenarios" / name;
+  std::ofstream(file) << text;
+  return {file.string(), root.string()};
+}
+}  // namespace
+
+TEST(AfdCaseParams, AttentionRanksFfnRanksAndTokensAreRequired) {
+  const std::map<std::string, std::string> without{
+      {"attention_ranks", "{ffn_ranks: 2, tokens: 8, hidden: 2048}"},
+      {"ffn_ranks", "{attention_ranks: 2, tokens: 8, hidden: 2048}"},
+      {"tokens", "{attention_ranks: 2, ffn_ranks: 2, hidden: 2048}"}};
+  for (const auto& [key, yaml] : without) {
+    const std::string m = case_error(h200(), yaml);
+    EXPECT_TRUE(has(m, "parameter '" + key + "' is missing")) << key << ": " << m;
+    EXPECT_EQ(first_quoted(m), key) << m;
+  }
+  EXPECT_TRUE(has(case_error(h200(), "{attention_ranks: 2, ffn_ranks: 2}"), "'tokens' is missing (tokens per Attention rank"));
+  EXPECT_TRUE(has(case_error(h200(), "{}"), "is missing"));
+  // The three given, the rest defaults: runs, and the result lists the defaults it used.
+  const auto j = run_afd_case(h200(), YAML::Load("{attention_ranks: 2, ffn_ranks: 2, tokens: 8}"), nullptr);
+  EXPECT_EQ(j["params"]["transport_sms"], 24);
+  EXPECT_EQ(j["params"]["hidden"], 2048);
+  EXPECT_EQ(j["params"]["topk"], 8);
+  EXPECT_EQ(j["params"]["experts"], 128);
+  EXPECT_EQ(j["params"]["capacity"], 2048);
+  EXPECT_EQ(j["params"]["path"], "afd");
+}
+
+TEST(AfdCaseParams, ValuesFromTheScenarioDefaultsCountAsGiven) {
+  // Through the scenario loader (which merges `defaults:` into every case) and evaluate_afd_scenario.
+  const auto [file, root] = scratch_scenario(
+      "afd_defaults.yaml", "scenario: t\nhardware: hw/h200-4gpu-nvlink.yaml\nmodel: afd\n"
+                           "defaults: {attention_ranks: 2, ffn_ranks: 2, tokens: 8}\n"
+                           "cases:\n  - id: a\n    params: {transport_sms: 16}\n");
+  const auto sc = models::Scenario::load(file);
+  const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
+  EXPECT_EQ(res["cases"][0]["params"]["tokens"], 8);
+  EXPECT_EQ(res["cases"][0]["params"]["transport_sms"], 16);
+  const auto rep = evaluate_afd_scenario(file, root, reg());
+  ASSERT_EQ(rep.predictions.size(), 1u);
+  EXPECT_EQ(rep.predictions[0]["params"]["attention_ranks"], 2);
+}
+
+TEST(AfdCaseParams, EveryAfdScenarioLoadsAndRuns) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/scenarios")) {
+    const std::string name = e.path().filename().string();
+    if (!has(name, "-afd-") || e.path().extension() != ".yaml") continue;
+    ++files;
+    const auto sc = models::Scenario::load(e.path().string());
+    nlohmann::json res;
+    ASSERT_NO_THROW(res = models::run_scenario(sc, models::load_scenario_hardware(sc))) << name;
+    for (const auto& c : res["cases"]) {
+      EXPECT_TRUE(c["params"].is_object()) << name << " " << c["id"];
+      EXPECT_FALSE(c.contains("note")) << name << " " << c["id"] << ": " << c["note"];
+    }
+  }
+  EXPECT_EQ(files, 9);
+}
+
+TEST(AfdCaseParams, InfinibandOnlySwitchesAreRefusedWithoutANic) {
+  // run_nvlink reads none of hybrid, skip_empty_finish, inline_finish: on the NVLink domain each is
+  // an error naming the key and the hardware (also `hybrid: on`, the default, when written out).
+  for (const std::string key : {"skip_empty_finish: true", "skip_empty_finish: false", "inline_finish: true", "hybrid: on",
+                                "hybrid: off"}) {
+    const std::string k = key.substr(0, key.find(':'));
+    const std::string m = case_error(h200(), "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, " + key + "}");
+    EXPECT_EQ(first_quoted(m), k) << m;
+    EXPECT_TRUE(has(m, "applies to the InfiniBand path")) << m;
+    EXPECT_TRUE(has(m, "h200-4gpu-nvlink has none")) << m;
+  }
+  // The C++ API: a non-default value is refused too.
+  AfdCase c;
+  c.inline_finish = true;
+  EXPECT_THROW(simulate_afd(h200(), c, nullptr), std::invalid_argument);
+  // rotate_channels and transport_sms apply to both paths; the IB switches are accepted with a NIC.
+  EXPECT_EQ(case_error(h200(), "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: true, transport_sms: 16}"), "");
+  EXPECT_EQ(case_error(h100(), "{attention_ranks: 4, ffn_ranks: 4, tokens: 8, hybrid: off, skip_empty_finish: true, "
+                               "inline_finish: true, rotate_channels: true}"),
+            "");
+}
+
+TEST(AfdCaseParams, TokensAreBoundedAndMustBeIntegers) {
+  const std::string base = "{attention_ranks: 2, ffn_ranks: 2, tokens: ";
+  for (const std::string bad : {"0", "1048577", "100000000"}) {
+    const std::string m = case_error(h200(), base + bad + "}");
+    EXPECT_EQ(first_quoted(m), "tokens") << m;
+    EXPECT_TRUE(has(m, "1..1048576")) << m;
+  }
+  for (const std::string bad : {"1.5", "lots", "[1, 2]", "99999999999"}) {
+    const std::string m = case_error(h200(), base + bad + "}");
+    EXPECT_EQ(first_quoted(m), "tokens") << bad << ": " << m;
+    EXPECT_FALSE(has(m, "bad conversion")) << m;
+  }
+  EXPECT_TRUE(has(case_error(h200(), base + "1.5}"), "'tokens' must be an integer, got '1.5'"));
+  EXPECT_TRUE(has(case_error(h200(), base + "8, rotate_channels: sometimes}"), "'rotate_channels' must be true or false"));
+  EXPECT_TRUE(has(case_error(h200(), base + "8, payload: int4}"), "'payload' must be bf16, fp16, fp8 or fp32, got 'int4'"));
+  EXPECT_EQ(first_quoted(case_error(h200(), base + "8, capacity: 0}")), "capacity");
+  EXPECT_EQ(first_quoted(case_error(h200(), base + "8, transport_sms: 500}")), "transport_sms");
+  EXPECT_EQ(first_quoted(case_error(h200(), "{attention_ranks: 3, ffn_ranks: 3, tokens: 8, experts: 96}")), "attention_ranks");
+}
+
+TEST(AfdCaseParams, DroppedRowsOverCapacityAreNoted) {
+  // 3A:1F, T = 65536, top-8 of 128, capacity 2048: each source keeps at most 128 x 2048 rows of its
+  // 65536 x 8, so 3 x 262144 rows are dropped; the case says so in "note".
+  const auto j = run_afd_case(h200(), YAML::Load("{attention_ranks: 3, ffn_ranks: 1, tokens: 65536}"), nullptr);
+  ASSERT_TRUE(j.contains("note"));
+  const std::string note = j["note"];
+  EXPECT_TRUE(has(note, "routing dropped 786432 of 1572864 rows")) << note;
+  EXPECT_TRUE(has(note, "capacity 2048")) << note;
+  EXPECT_EQ(j["extra"]["routing_dropped_rows"], 786432.0);
+  // A small capacity on the InfiniBand path too; none below capacity.
+  const auto k = run_afd_case(h100(), YAML::Load("{attention_ranks: 4, ffn_ranks: 4, tokens: 128, capacity: 4}"), nullptr);
+  ASSERT_TRUE(k.contains("note"));
+  EXPECT_TRUE(has(k["note"].get<std::string>(), "over capacity 4"));
+  EXPECT_FALSE(run_afd_case(h200(), YAML::Load("{attention_ranks: 2, ffn_ranks: 2, tokens: 2048}"), nullptr).contains("note"));
+}
+
+TEST(AfdCaseParams, ResultCarriesTheEffectiveParams) {
+  const auto n = run_afd_case(h200(), YAML::Load("{path: masked, attention_ranks: 3, ffn_ranks: 1, tokens: 128, "
+                                                 "transport_sms: 32, hidden: 4096, topk: 4, experts: 64, capacity: 512, "
+                                                 "rotate_channels: true}"),
+                              nullptr);
+  const nlohmann::json want = {{"path", "masked"}, {"attention_ranks", 3}, {"ffn_ranks", 1}, {"tokens", 128},
+                               {"transport_sms", 32}, {"hidden", 4096}, {"topk", 4}, {"experts", 64},
+                               {"capacity", 512}, {"rotate_channels", true}, {"combine_sms", 32}};
+  for (const auto& [k, v] : want.items()) EXPECT_EQ(n["params"][k], v) << k;
+  EXPECT_FALSE(n["params"].contains("hybrid"));  // not an NVLink-domain setting
+  const auto i = run_afd_case(h100(), YAML::Load("{attention_ranks: 4, ffn_ranks: 4, tokens: 1, hybrid: off, "
+                                                 "skip_empty_finish: true}"),
+                              nullptr);
+  EXPECT_EQ(i["params"]["hybrid"], false);
+  EXPECT_EQ(i["params"]["skip_empty_finish"], true);
+  EXPECT_FALSE(i["params"].contains("inline_finish"));
+  EXPECT_EQ(i["params"]["transport_sms"], 24);
+}
+
+TEST(AfdCaseParams, RangeErrorsPointAtTheKeysLine) {
+  // The loader maps the message's first quoted key to its line (here line 8, not the case's line 5).
+  const auto [file, root] = scratch_scenario(
+      "afd_lines.yaml", "scenario: t\nhardware: hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n"
+                        "    params:\n      attention_ranks: 2\n      tokens: 2000000\n      ffn_ranks: 2\n");
+  const auto sc = models::Scenario::load(file);
+  try {
+    (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
+    FAIL() << "expected an error";
+  } catch (const hw::FileError& e) {
+    EXPECT_TRUE(has(e.what(), "afd_lines.yaml:8:")) << e.what();
+    EXPECT_TRUE(has(e.what(), "params.tokens")) << e.what();
+  }
+  try {
+    (void)evaluate_afd_scenario(file, root, reg());
+    FAIL() << "expected an error";
+  } catch (const hw::FileError& e) {
+    EXPECT_TRUE(has(e.what(), "afd_lines.yaml:8:")) << e.what();
   }
 }
