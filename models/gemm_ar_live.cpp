@@ -420,7 +420,8 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
             "unknown gemm_ar_live parameter '{}' (accepted: bands, k, lsa_blocks, lsa_threads, m, mode, n, reduce_blocks, "
             "world_size)", k));
     } catch (const YAML::Exception&) {
-      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type", k, text(it->second)));
+      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, text(it->second),
+                                              k == "mode" ? "a name" : "a whole number"));
     }
   }
   const auto r = simulate_gemm_ar_live(hw, c, trace);

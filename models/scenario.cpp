@@ -120,12 +120,15 @@ Scenario Scenario::load(const std::string& path) {
   const YAML::Node defaults = root["defaults"];
   if (defaults && !defaults.IsMap()) throw FileError(path, line_of(defaults), "defaults", "expected a mapping of params");
   if (!root["cases"].IsSequence()) throw FileError(path, line_of(root["cases"]), "cases", "expected a list of cases");
+  if (root["cases"].size() == 0) throw FileError(path, line_of(root["cases"]), "cases", "is empty (expected at least one case)");
   std::set<std::string> ids;
   for (const auto& cnode : root["cases"]) {
     if (!cnode.IsMap()) throw FileError(path, line_of(cnode), "cases", "each case must be a mapping");
     check_keys(cnode, {"id", "params", "sweep", "measured", "measured_phases", "tolerance_pct", "note"}, path, "case");
     if (!cnode["id"]) throw FileError(path, line_of(cnode), "case.id", "missing");
     const std::string id = cnode["id"].as<std::string>();
+    if (id.empty() || id.find_first_not_of(" \t") == std::string::npos)
+      throw FileError(path, line_of(cnode["id"]), "case.id", "is empty (expected a name for the case)");
     const std::string key = "cases[" + id + "]";
     if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, line_of(cnode["params"]), key + ".params", "expected a mapping");
     const double ctol = cnode["tolerance_pct"] ? number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
@@ -236,9 +239,19 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
       else if (k == "window_in_host_memory") c.window_in_host_memory = v.as<bool>();
       else if (k == "sdma_moves_nothing") c.sdma_moves_nothing = v.as<bool>();
     } catch (const YAML::Exception&) {
-      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type", k, scalar_text(it->second)));
+      static const std::set<std::string> names{"mode", "quant", "tile_order", "gather_dtype", "gather_transport", "publish"};
+      static const std::set<std::string> flags{"fuse_quantize", "fuse_reduce_push", "window_in_host_memory", "sdma_moves_nothing"};
+      const char* expected = names.count(k) ? "a name" : flags.count(k) ? "true or false" : "a whole number";
+      throw std::invalid_argument(
+          fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, scalar_text(it->second), expected));
     }
   }
+  // The path and the row count say which layer call this is; no silent default for either (checked
+  // after the values given, so a bad value is reported first).
+  validate(c, hw);
+  if (!p["mode"])
+    throw std::invalid_argument("parameter 'mode' is missing (one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl)");
+  if (!p["m"]) throw std::invalid_argument("parameter 'm' is missing (rows of C, the tokens of the call)");
   const GemmArResult r = simulate_gemm_ar(hw, c, trace);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : r.phases) phases.push_back({{"name", ph.name}, {"start_us", ph.start_us}, {"end_us", ph.end_us}});
@@ -358,7 +371,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     cases.push_back(std::move(out));
   }
   if (!opt.only.empty() && cases.empty())
-    throw FileError(sc.path, 0, "--only", fmt::format("no case id contains '{}'", opt.only));
+    throw std::invalid_argument(fmt::format("--only '{}': no case id of '{}' contains it", opt.only, sc.path));
   std::sort(errs.begin(), errs.end());
   nlohmann::json summary{{"compared", errs.size()}, {"outside_tolerance", outside}, {"known_misses", known},
                          {"unexpected_passes", unexpected}};
