@@ -750,6 +750,12 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
         bad(keys[i], fmt::format("applies to the InfiniBand path (hardware with a NIC, topology kind pods); {} has none "
                                  "(topology {}, the NVLink-domain model ignores it)",
                                  hw.name(), hw.topology_kind()));
+  } else {
+    // ... and the reverse: these are read by the NVLink-domain model only (run_nvlink).
+    for (const char* k : {"view", "combine_sms", "ffn_combine_sms", "grid_sync_exit"})
+      if (c.was_given(k))
+        bad(k, fmt::format("applies to the NVLink-domain model only; {} is InfiniBand pods (topology {}), whose model "
+                           "ignores it", hw.name(), hw.topology_kind()));
   }
 }
 

@@ -438,6 +438,17 @@ TEST(AfdCaseParams, InfinibandOnlySwitchesAreRefusedWithoutANic) {
             "");
 }
 
+TEST(AfdCaseParams, NvlinkOnlySettingsAreRefusedOnPods) {
+  // view, combine_sms, ffn_combine_sms and grid_sync_exit are read by run_nvlink only.
+  for (const std::string key : {"view: collect", "combine_sms: 8", "ffn_combine_sms: 8", "grid_sync_exit: true"}) {
+    const std::string k = key.substr(0, key.find(':'));
+    const std::string m = case_error(h100(), "{attention_ranks: 4, ffn_ranks: 4, tokens: 8, " + key + "}");
+    EXPECT_EQ(first_quoted(m), k) << m;
+    EXPECT_TRUE(has(m, "applies to the NVLink-domain model only")) << m;
+    EXPECT_EQ(case_error(h200(), "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, " + key + "}"), "") << key;
+  }
+}
+
 TEST(AfdCaseParams, TokensAreBoundedAndMustBeIntegers) {
   const std::string base = "{attention_ranks: 2, ffn_ranks: 2, tokens: ";
   for (const std::string bad : {"0", "1048577", "100000000"}) {
