@@ -27,8 +27,8 @@ const std::vector<std::string>& afd_case_param_names();
  * hidden 2048, topk 8, experts 128, capacity 2048 (rows per expert per Attention rank; rows over it
  * are dropped and the result says so in "note"), payload bf16 (bf16 | fp16 | fp8 | fp32), seed 4.
  * NVLink domain only: combine_sms 0 (= transport_sms), ffn_combine_sms 0 (off), grid_sync_exit
- * false, view span (span | collect). Both paths: rotate_channels false. InfiniBand path only
- * (hardware with a NIC, topology kind pods; an error elsewhere): hybrid on (on | off),
+ * false, view span (span | collect) (an error on pods). Both paths: rotate_channels false. InfiniBand
+ * path only (hardware with a NIC, topology kind pods; an error elsewhere): hybrid on (on | off),
  * skip_empty_finish false, inline_finish false.
  *
  * Errors: std::invalid_argument whose first quoted word is the key: an unknown key (listing the
