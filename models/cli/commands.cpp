@@ -164,7 +164,7 @@ void register_all(CLI::App& app) {
       out.push_back({{"key", d.key}, {"value", hw::to_display(d.quantity, v.si)}, {"unit", hw::display_unit(d.quantity)},
                      {"text", v.text}, {"lower", hw::to_display(d.quantity, d.lower)}, {"upper", hw::to_display(d.quantity, d.upper)},
                      {"kind", hw::provenance_name(v.kind)}, {"source", v.source}, {"description", d.description},
-                     {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on},
+                     {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on}, {"commit", v.fitted_commit},
                      {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()}});
     }
     if (*params_json) {
