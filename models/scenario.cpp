@@ -98,7 +98,8 @@ Scenario Scenario::load(const std::string& path) {
   Scenario sc;
   sc.path = path;
   const YAML::Node root = hw::load_yaml_map(path, "scenario file");
-  check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes"}, path, "");
+  check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes",
+                    "kernel_durations"}, path, "");
   for (const char* k : {"scenario", "hardware", "model", "cases"})
     if (!root[k]) throw FileError(path, 1, k, "missing");
   sc.name = root["scenario"].as<std::string>();
@@ -125,7 +126,8 @@ Scenario Scenario::load(const std::string& path) {
   for (const auto& cnode : root["cases"]) {
     if (!cnode.IsMap()) throw FileError(path, line_of(cnode), "cases", "each case must be a mapping");
     check_keys(cnode, {"id", "params", "sweep", "measured", "measured_phases", "tolerance_pct", "note"}, path, "case");
-    if (!cnode["id"]) throw FileError(path, line_of(cnode), "case.id", "missing");
+    if (!cnode["id"] || cnode["id"].IsNull()) throw FileError(path, line_of(cnode), "case.id", "missing (expected a name for the case)");
+    if (!cnode["id"].IsScalar()) throw FileError(path, line_of(cnode["id"]), "case.id", "expected a name, not a list or mapping");
     const std::string id = cnode["id"].as<std::string>();
     if (id.empty() || id.find_first_not_of(" \t") == std::string::npos)
       throw FileError(path, line_of(cnode["id"]), "case.id", "is empty (expected a name for the case)");
@@ -337,6 +339,9 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
             throw FileError(sc.path, c.line, "cases[" + c.id + "].measured.period_us", "this model reports no period");
           pred = res["extra"]["period_us"].get<double>();
           out["compared_metric"] = "period_us";
+          // predicted_us is what was compared, in every output format; the exchange time stays alongside.
+          out["exchange_us"] = res["predicted_us"];
+          out["predicted_us"] = pred;
         }
         const double err = (pred - meas) / meas * 100.0;
         out["measured_us"] = meas;
@@ -425,12 +430,10 @@ std::string format_table(const nlohmann::json& r) {
       flag = fmt::format("  (M padded to {}, as the kernel does)", cp["m_padded"].get<int64_t>()) + flag;
     // A case compared on another metric (an AFD timeline's exchange period) shows that metric's
     // prediction, so the row's error follows from its own columns.
-    double shown = c["predicted_us"].get<double>();
-    if (c.contains("compared_metric") && c.contains("extra") && c["extra"].contains(c["compared_metric"].get<std::string>())) {
-      shown = c["extra"][c["compared_metric"].get<std::string>()].get<double>();
+    const double shown = c["predicted_us"].get<double>();
+    if (c.contains("compared_metric") && c.contains("exchange_us"))
       flag = fmt::format("  ({}; exchange time on the slowest Attention rank {:.1f} us)", c["compared_metric"].get<std::string>(),
-                         c["predicted_us"].get<double>()) + flag;
-    }
+                         c["exchange_us"].get<double>()) + flag;
     o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, shown, meas, err, flag);
     std::string ph;
     for (const auto& p : c["phases"]) {
@@ -446,8 +449,10 @@ std::string format_table(const nlohmann::json& r) {
     if (!ph.empty()) o << fmt::format("{:<{}}    phases (us): {}\n", "", w, ph);
     if (c.contains("note") && c["note"].is_string()) o << fmt::format("{:<{}}    note: {}\n", "", w, c["note"].get<std::string>());
     if (c.contains("saving_per_layer_forward_us")) {
-      std::string s = fmt::format("the layer saves {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "
-                                  "{:.1f}% of the base TTFT", c["saving_per_layer_forward_us"].get<double>(), c["chunks"].size(),
+      const double saving = c["saving_per_layer_forward_us"].get<double>();
+      std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "
+                                  "{:.1f}% of the base TTFT", saving < 0 ? "costs" : "saves", std::fabs(saving) < 0.05 ? 0.0 : std::fabs(saving),
+                                  c["chunks"].size(),
                                   cp["layers"].get<double>(), c["layer_share_of_ttft_pct"].get<double>());
       if (c.contains("measured_implies_layers"))
         s += fmt::format("; the measured change would take {:.1f} layers", c["measured_implies_layers"].get<double>());

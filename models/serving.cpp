@@ -32,8 +32,10 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
   if (trace)
     throw std::invalid_argument("the ttft model composes layer predictions and has no timeline of its own: trace the layer "
                                 "with a gemm_ar scenario (the base or fused parameters of this case, with m = the chunk size)");
-  if (!p["base"] || !p["base"].IsMap() || !p["fused"] || !p["fused"].IsMap())
-    throw std::invalid_argument("ttft parameters 'base' and 'fused' must be mappings of gemm_ar parameters");
+  for (const char* arm : {"base", "fused"})
+    if (!p[arm] || !p[arm].IsMap())
+      throw std::invalid_argument(fmt::format("ttft parameter '{}' {} (expected a mapping of gemm_ar parameters)", arm,
+                                              p[arm] ? "is not a mapping" : "is missing"));
   // The two arms are the same layer run two ways: same shape and group; M comes from the chunks.
   for (const char* arm : {"base", "fused"})
     if (p[arm]["m"])
@@ -48,6 +50,10 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
   const double tokens = whole("prompt_tokens") * whole("batch"), chunk = whole("chunk_tokens");
   const double layers = whole("layers"), base_ms = need(p, "ttft_base_ms");
   if (base_ms <= 0) throw std::invalid_argument(fmt::format("ttft parameter 'ttft_base_ms' must be > 0 (got {})", base_ms));
+  constexpr double kMaxChunks = 4096;  // 67M tokens at 16384 per chunk: far beyond any prefill, and ~10 s to simulate
+  if (std::ceil(tokens / chunk) > kMaxChunks)
+    throw std::invalid_argument(fmt::format("ttft parameter 'batch' x 'prompt_tokens' = {} tokens makes {} chunks of {}; at most {} "
+                                            "chunks are simulated", tokens, std::ceil(tokens / chunk), chunk, kMaxChunks));
   const YAML::Node base = YAML::Clone(p["base"]), fused = YAML::Clone(p["fused"]);
   double delta_us = 0, base_layer_us = 0;
   nlohmann::json chunks = nlohmann::json::array();
@@ -55,7 +61,14 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
     const int64_t m = int64_t(std::min(chunk, tokens - done));
     YAML::Node bp = YAML::Clone(base), fp = YAML::Clone(fused);
     bp["m"] = fp["m"] = m;
-    const auto br = run_gemm_ar_case(hw, bp, nullptr), fr = run_gemm_ar_case(hw, fp, nullptr);
+    auto arm_case = [&](const char* arm, const YAML::Node& q) {
+      try {
+        return run_gemm_ar_case(hw, q, nullptr);
+      } catch (const std::invalid_argument& e) {  // name the arm first, so the loader points at its line
+        throw std::invalid_argument(fmt::format("ttft parameter '{}': {}", arm, e.what()));
+      }
+    };
+    const auto br = arm_case("base", bp), fr = arm_case("fused", fp);
     for (const char* key : {"n", "k", "world_size", "quant"})
       if (br["params"][key] != fr["params"][key])
         throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "

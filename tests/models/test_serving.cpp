@@ -87,6 +87,8 @@ TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
   expect_error("n", YAML::Node(4096), "both arms must be the same layer", "fused");
   expect_error("world_size", YAML::Node(4), "both arms must be the same layer", "fused");
   expect_error("m", YAML::Node(4096), "'base' sets 'm'", "base");
+  expect_error("batch", YAML::Node(100000000), "at most 4096 chunks");
+  expect_error("chunkz", YAML::Node(8), "ttft parameter 'fused': unknown gemm_ar parameter 'chunkz'", "fused");
   sim::TraceSink trace;
   EXPECT_THROW(models::run_ttft_case(hw, good, &trace), std::invalid_argument);  // no timeline of its own
 }
