@@ -72,6 +72,15 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
       out.phases_us[ph] = v;
     }
   }
+  if (const YAML::Node ks = m["kernels"]) {
+    if (!ks.IsSequence()) throw FileError(file, line_of(ks), key + ".kernels", "expected a list of {device, kernel, start_us, end_us}");
+    for (const auto& k : ks) {
+      for (const char* f : {"device", "kernel", "start_us", "end_us"})
+        if (!k[f]) throw FileError(file, line_of(k), key + ".kernels", fmt::format("an entry lacks '{}'", f));
+      out.kernels.push_back({int(number(k["device"], file, key + ".kernels.device")), k["kernel"].as<std::string>(),
+                             number(k["end_us"], file, key + ".kernels.end_us") - number(k["start_us"], file, key + ".kernels.start_us")});
+    }
+  }
   if (!out.value_us && out.phases_us.empty()) throw FileError(file, line_of(m), key, "needs value_us or phases_us");
   return out;
 }
@@ -116,6 +125,16 @@ Scenario Scenario::load(const std::string& path) {
   if (sc.hardware_path.empty())
     throw FileError(path, line_of(root["hardware"]), "hardware",
                     fmt::format("no hardware file '{}' (tried {}, {} and {})", hwp, tries[0].string(), tries[1].string(), tries[2].string()));
+  if (const YAML::Node kd = root["kernel_durations"]) {
+    if (!kd.IsMap()) throw FileError(path, line_of(kd), "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
+    check_keys(kd, {"tolerance_pct", "known_misses"}, path, "kernel_durations");
+    if (kd["tolerance_pct"]) sc.kernel_tolerance_pct = number(kd["tolerance_pct"], path, "kernel_durations.tolerance_pct");
+    for (const auto& e : kd["known_misses"]) {
+      if (!e["case"] || !e["kernel"] || !e["reason"])
+        throw FileError(path, line_of(e), "kernel_durations.known_misses", "each entry needs case, kernel and reason");
+      sc.kernel_known_misses[e["case"].as<std::string>() + " " + e["kernel"].as<std::string>()] = e["reason"].as<std::string>();
+    }
+  }
   const double tol = root["tolerance_pct"] ? number(root["tolerance_pct"], path, "tolerance_pct") : 10.0;
   if (!(tol > 0)) throw FileError(path, line_of(root["tolerance_pct"]), "tolerance_pct", "must be > 0");
   const YAML::Node defaults = root["defaults"];

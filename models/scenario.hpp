@@ -28,6 +28,14 @@ struct Measured {
   /// known miss instead of a failure, and fails if it unexpectedly falls within tolerance (strict),
   /// so the flag is removed once the model improves.
   std::string known_miss;
+  /// A measured timeline (AFD `kernels: [{device, kernel, start_us, end_us}]`): each kernel's
+  /// duration, compared with the runner's phase "devN/kernel".
+  struct KernelSpan {
+    int device = 0;
+    std::string kernel;
+    double duration_us = 0;
+  };
+  std::vector<KernelSpan> kernels;
 };
 
 /// One expanded case of a scenario (a sweep expands into one case per combination).
@@ -58,6 +66,7 @@ struct Case {
  *       (any measured entry may add known_miss: "why the model misses it")
  *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
  *       tolerance_pct: 5
+ *   kernel_durations: {tolerance_pct: 15, known_misses: [{case, kernel, reason}]}  # timelines (AFD)
  * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, unknown keys,
  * missing `scenario`/`hardware`/`model`/`cases`, a measured value without source, a sweep that is
  * not a list, measured points that match no sweep point, duplicate case ids.
@@ -65,6 +74,10 @@ struct Case {
 struct Scenario {
   std::string path, name, description, hardware_path, model;
   std::vector<Case> cases;
+  /// Per-kernel durations of measured timelines: `kernel_durations: {tolerance_pct: 15, known_misses:
+  /// [{case, kernel: devN/NAME, reason}]}` (tolerance 15% when not given).
+  double kernel_tolerance_pct = 15.0;
+  std::map<std::string, std::string> kernel_known_misses;  ///< "case devN/kernel" -> reason
   static Scenario load(const std::string& path);
 };
 

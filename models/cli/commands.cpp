@@ -19,7 +19,6 @@
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
 #include "models/afd/params.hpp"
-#include "models/afd/scenario.hpp"
 #include "models/scenario.hpp"
 #include "models/serving.hpp"
 #include "sim/trace.hpp"
@@ -33,53 +32,41 @@ struct RunArgs {
   std::string format = "table", trace, only, out;
 };
 
-/// Per-kernel durations of an AFD scenario's measured timelines (T >= 128) against the scenario's
-/// `kernel_durations: {tolerance_pct, known_misses: [{case, kernel, reason}]}`: JSON {total, within,
-/// tolerance_pct, median_abs_error_pct, max_abs_error_pct, misses: [{case, kernel, measured_us,
-/// predicted_us, error_pct, known, reason}], new_misses, known_now_within: [...]}; null when the
-/// scenario has no timelines. `only` keeps the cases whose id contains it.
-nlohmann::json kernel_durations(const std::string& path, const models::Scenario& sc, const hw::Hardware& hw,
-                                const std::string& only) {
-  if (sc.model != "afd") return nullptr;
-  const auto rep = afd::evaluate_afd_scenario(path, ".", models::builtin_registry(), &hw);
-  std::vector<afd::AfdPoint> pts;
-  for (const auto& k : rep.kernel_points)
-    if (only.empty() || k.case_id.find(only) != std::string::npos) pts.push_back(k);
-  if (pts.empty()) return nullptr;
-  const YAML::Node doc = hw::load_yaml_map(path, "scenario");
-  const YAML::Node kd = doc["kernel_durations"];
-  double tol = 15.0;
-  std::map<std::string, std::string> known;  // "case dev/kernel" -> reason
-  if (kd) {
-    if (!kd.IsMap()) throw hw::FileError(path, kd.Mark().line + 1, "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
-    for (auto it = kd.begin(); it != kd.end(); ++it) {
-      const std::string k = it->first.as<std::string>();
-      if (k != "tolerance_pct" && k != "known_misses")
-        throw hw::FileError(path, it->first.Mark().line + 1, "kernel_durations." + k, "unknown key (accepted: known_misses, tolerance_pct)");
-    }
-    if (kd["tolerance_pct"]) tol = kd["tolerance_pct"].as<double>();
-    for (const auto& m : kd["known_misses"]) {
-      if (!m["case"] || !m["kernel"] || !m["reason"])
-        throw hw::FileError(path, m.Mark().line + 1, "kernel_durations.known_misses", "each entry needs case, kernel and reason");
-      known[m["case"].as<std::string>() + " " + m["kernel"].as<std::string>()] = m["reason"].as<std::string>();
-    }
-  }
+/// Per-kernel durations of a scenario's measured timelines at T >= 128, from the run's own phases
+/// ("devN/kernel"), against the scenario's kernel_durations (tolerance, known misses): JSON {total,
+/// within, tolerance_pct, median_abs_error_pct, max_abs_error_pct, misses: [{case, kernel, measured_us,
+/// predicted_us, error_pct, known, reason}], new_misses, known_now_within: [...]}; null when no case
+/// of `res` has a timeline.
+nlohmann::json kernel_durations(const models::Scenario& sc, const nlohmann::json& res) {
+  std::map<std::string, const models::Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  const double tol = sc.kernel_tolerance_pct;
   std::vector<double> errs;
   nlohmann::json misses = nlohmann::json::array(), now_within = nlohmann::json::array();
   int new_misses = 0;
-  for (const auto& k : pts) {
-    const double e = k.err_pct();
-    errs.push_back(std::fabs(e));
-    const std::string kernel = k.what.substr(0, k.what.find(' '));  // "dev1/combine_impl duration" -> "dev1/combine_impl"
-    const auto kn = known.find(k.case_id + " " + kernel);
-    if (std::fabs(e) > tol) {
-      new_misses += kn == known.end();
-      misses.push_back({{"case", k.case_id}, {"kernel", kernel}, {"measured_us", k.measured}, {"predicted_us", k.predicted},
-                        {"error_pct", e}, {"known", kn != known.end()}, {"reason", kn != known.end() ? kn->second : ""}});
-    } else if (kn != known.end()) {
-      now_within.push_back({{"case", k.case_id}, {"kernel", kernel}, {"error_pct", e}});
+  for (const auto& out : res["cases"]) {
+    const models::Case& c = *by_id.at(out["id"].get<std::string>());
+    if (!c.measured || c.measured->kernels.empty() || !c.params["tokens"] || c.params["tokens"].as<int>() < 128) continue;
+    for (const auto& k : c.measured->kernels) {
+      const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
+      const auto ph = std::find_if(out["phases"].begin(), out["phases"].end(),
+                                   [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });
+      if (ph == out["phases"].end()) continue;  // a kernel the model does not run on that device
+      const double pred = (*ph)["end_us"].get<double>() - (*ph)["start_us"].get<double>();
+      const double e = (pred - k.duration_us) / k.duration_us * 100.0;
+      errs.push_back(std::fabs(e));
+      const auto kn = sc.kernel_known_misses.find(c.id + " " + kernel);
+      if (std::fabs(e) > tol) {
+        new_misses += kn == sc.kernel_known_misses.end();
+        misses.push_back({{"case", c.id}, {"kernel", kernel}, {"measured_us", k.duration_us}, {"predicted_us", pred},
+                          {"error_pct", e}, {"known", kn != sc.kernel_known_misses.end()},
+                          {"reason", kn != sc.kernel_known_misses.end() ? kn->second : ""}});
+      } else if (kn != sc.kernel_known_misses.end()) {
+        now_within.push_back({{"case", c.id}, {"kernel", kernel}, {"error_pct", e}});
+      }
     }
   }
+  if (errs.empty()) return nullptr;
   std::sort(errs.begin(), errs.end());
   return {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
           {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()}, {"misses", misses},
@@ -124,7 +111,7 @@ void register_all(CLI::App& app) {
     opt.only = run_args->only;
     if (!run_args->trace.empty()) opt.trace = &trace;
     auto res = models::run_scenario(sc, hw, opt);
-    const auto kd = kernel_durations(run_args->scenarios.at(0), sc, hw, run_args->only);
+    const auto kd = kernel_durations(sc, res);
     if (!kd.is_null()) res["summary"]["kernel_durations"] = kd;
     std::string text = run_args->format == "json" ? res.dump(2) + "\n"
                        : run_args->format == "csv" ? models::format_csv(res)
@@ -181,7 +168,7 @@ void register_all(CLI::App& app) {
       bad += here;
       // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
       // that now passes, fails the check like a case outside tolerance.
-      if (const auto kd = kernel_durations(path, sc, hw, ""); !kd.is_null()) {
+      if (const auto kd = kernel_durations(sc, res); !kd.is_null()) {
         fmt::print("     {}", kernel_duration_text(kd, false));
         const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
         if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
