@@ -46,6 +46,14 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
   return root;
 }
 
+std::string yaml_text(const YAML::Node& n) {
+  if (!n || n.IsNull()) return "null";
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) { write_files_atomic({{path, text}}); }
 
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {

@@ -15,6 +15,10 @@ namespace fusesim::hw {
 /// twice in one mapping anywhere in the document.
 YAML::Node load_yaml_map(const std::string& path, const std::string& what);
 
+/// A YAML value as written, for messages and ids: a scalar's text, "null" for a missing or null
+/// value, the flow form ("[1, 2]", "{a: 1}") of a sequence or mapping.
+std::string yaml_text(const YAML::Node& n);
+
 /// Write `text` to `path` through a temporary file renamed into place, so a failure leaves
 /// neither a half-written file nor the temporary. Errors: std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& text);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "hw/io.hpp"
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
 #include "sim/simulation.hpp"
@@ -397,10 +398,6 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
   return res;
 }
 
-namespace {
-std::string text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "?"; }
-}  // namespace
-
 nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
   LiveConfig c;
   for (auto it = p.begin(); it != p.end(); ++it) {
@@ -420,7 +417,7 @@ nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p
             "unknown gemm_ar_live parameter '{}' (accepted: bands, k, lsa_blocks, lsa_threads, m, mode, n, reduce_blocks, "
             "world_size)", k));
     } catch (const YAML::Exception&) {
-      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, text(it->second),
+      throw std::invalid_argument(fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, hw::yaml_text(it->second),
                                               k == "mode" ? "a name" : "a whole number"));
     }
   }
@@ -462,7 +459,7 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     try {
       return need(key).as<double>();
     } catch (const YAML::Exception&) {
-      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not a number", probe, key, text(p[key])));
+      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not a number", probe, key, hw::yaml_text(p[key])));
     }
   };
   auto count = [&](const char* key) {
@@ -470,7 +467,7 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     try {
       v = need(key).as<int64_t>();
     } catch (const YAML::Exception&) {
-      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not an integer", probe, key, text(p[key])));
+      throw std::invalid_argument(fmt::format("{}: parameter '{}': '{}' is not an integer", probe, key, hw::yaml_text(p[key])));
     }
     if (v < 1) throw std::invalid_argument(fmt::format("{}: parameter '{}' must be >= 1, got {}", probe, key, v));
     return v;

@@ -36,18 +36,11 @@ void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, con
   }
 }
 
-std::string scalar_text(const YAML::Node& n) {
-  if (n.IsScalar()) return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
-
 double number(const YAML::Node& n, const std::string& file, const std::string& key) {
   try {
     return n.as<double>();
   } catch (const YAML::Exception&) {
-    throw FileError(file, line_of(n), key, fmt::format("expected a number, got '{}'", scalar_text(n)));
+    throw FileError(file, line_of(n), key, fmt::format("expected a number, got '{}'", hw::yaml_text(n)));
   }
 }
 
@@ -97,7 +90,7 @@ YAML::Node merged(const YAML::Node& defaults, const YAML::Node& params) {
 bool matches(const YAML::Node& params, const YAML::Node& at) {
   for (auto it = at.begin(); it != at.end(); ++it) {
     const auto p = params[it->first.as<std::string>()];
-    if (!p || scalar_text(p) != scalar_text(it->second)) return false;
+    if (!p || hw::yaml_text(p) != hw::yaml_text(it->second)) return false;
   }
   return true;
 }
@@ -168,7 +161,7 @@ Scenario Scenario::load(const std::string& path) {
             const YAML::Node v = *vi;
             YAML::Node copy = YAML::Clone(prm);
             copy[p] = v;
-            next.push_back({pid + "/" + p + "=" + scalar_text(v), copy});
+            next.push_back({pid + "/" + p + "=" + hw::yaml_text(v), copy});
           }
         points.swap(next);
       }
@@ -195,7 +188,7 @@ Scenario Scenario::load(const std::string& path) {
               meas[i] = parse_measured_one(e, path, key + ".measured");
               hit = true;
             }
-          if (!hit) throw FileError(path, line_of(e), key + ".measured.at", fmt::format("'{}' matches no sweep point", scalar_text(e["at"])));
+          if (!hit) throw FileError(path, line_of(e), key + ".measured.at", fmt::format("'{}' matches no sweep point", hw::yaml_text(e["at"])));
         }
       } else {
         throw FileError(path, line_of(m), key + ".measured", "expected {value_us, source} or a list of them");
@@ -264,7 +257,7 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
       static const std::set<std::string> flags{"fuse_quantize", "fuse_reduce_push", "window_in_host_memory", "sdma_moves_nothing"};
       const char* expected = names.count(k) ? "a name" : flags.count(k) ? "true or false" : "a whole number";
       throw std::invalid_argument(
-          fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, scalar_text(it->second), expected));
+          fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, hw::yaml_text(it->second), expected));
     }
   }
   // The path and the row count say which layer call this is; no silent default for either (checked

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "hw/io.hpp"
+
 namespace fusesim::afd {
 
 const std::vector<std::string>& afd_case_param_names() {
@@ -20,16 +22,8 @@ const std::vector<std::string>& afd_case_param_names() {
 }
 
 namespace {
-std::string scalar_text(const YAML::Node& n) {
-  if (!n || n.IsNull()) return "null";
-  if (n.IsScalar()) return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
-
 [[noreturn]] void wrong_type(const std::string& k, const std::string& expected, const YAML::Node& v) {
-  throw std::invalid_argument(fmt::format("afd case: '{}' must be {}, got '{}'", k, expected, scalar_text(v)));
+  throw std::invalid_argument(fmt::format("afd case: '{}' must be {}, got '{}'", k, expected, hw::yaml_text(v)));
 }
 
 int as_int(const YAML::Node& v, const std::string& k) {
