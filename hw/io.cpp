@@ -54,6 +54,17 @@ std::string yaml_text(const YAML::Node& n) {
   return e.c_str();
 }
 
+std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key) {
+  for (size_t q = message.find('\''); q != std::string::npos; q = message.find('\'', q + 1)) {
+    const size_t e = message.find('\'', q + 1);
+    if (e == std::string::npos) break;
+    const std::string word = message.substr(q + 1, e - q - 1);
+    if (is_key(word)) return word;
+    q = e;
+  }
+  return "";
+}
+
 void write_file_atomic(const std::string& path, const std::string& text) { write_files_atomic({{path, text}}); }
 
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {

@@ -1,6 +1,7 @@
 // File helpers shared by the loaders and the command line.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,10 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what);
 /// A YAML value as written, for messages and ids: a scalar's text, "null" for a missing or null
 /// value, the flow form ("[1, 2]", "{a: 1}") of a sequence or mapping.
 std::string yaml_text(const YAML::Node& n);
+
+/// The first word between single quotes in `message` for which `is_key` holds ("" if none): how
+/// an error names the parameter it is about, so a loader can point at that key's line.
+std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key);
 
 /// Write `text` to `path` through a temporary file renamed into place, so a failure leaves
 /// neither a half-written file nor the temporary. Errors: std::runtime_error naming the path.

@@ -302,23 +302,19 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       const std::string what = e.what();
       int line = c.line;
       std::string where = "cases[" + c.id + "]";
-      auto try_key = [&](const std::string& k) {
+      auto is_key = [&](const std::string& k) {
         auto pl = c.param_lines.find(k);
-        if (pl == c.param_lines.end() || pl->second.first <= 0) return false;
-        line = pl->second.first;
-        where = pl->second.second == "defaults" ? "defaults." + k : "cases[" + c.id + "]." + pl->second.second + "." + k;
-        return true;
+        return pl != c.param_lines.end() && pl->second.first > 0;
       };
-      bool found = false;
-      for (size_t q = what.find('\''); q != std::string::npos && !found; q = what.find('\'', q + 1)) {
-        const size_t e2 = what.find('\'', q + 1);
-        if (e2 == std::string::npos) break;
-        found = try_key(what.substr(q + 1, e2 - q - 1));
-        q = e2;
-      }
-      if (!found) {
+      std::string k = hw::first_quoted_key(what, is_key);
+      if (k.empty()) {
         const size_t colon = what.find(':');
-        if (colon != std::string::npos) found = try_key(what.substr(0, colon));
+        if (colon != std::string::npos && is_key(what.substr(0, colon))) k = what.substr(0, colon);
+      }
+      if (!k.empty()) {
+        const auto& [kline, kwhere] = c.param_lines.at(k);
+        line = kline;
+        where = kwhere == "defaults" ? "defaults." + k : "cases[" + c.id + "]." + kwhere + "." + k;
       }
       throw FileError(sc.path, line, where, what);
     }

@@ -167,19 +167,14 @@ nlohmann::json result_json(const AfdCase& c, const AfdResult& r) {
 /// Line of the first quoted word of `what` that is a key of `params` (else `fallback`).
 int key_line(const std::string& what, const YAML::Node& params, int fallback) {
   if (!params || !params.IsMap()) return fallback;
-  for (size_t q = what.find('\''); q != std::string::npos; q = what.find('\'', q + 1)) {
-    const size_t e = what.find('\'', q + 1);
-    if (e == std::string::npos) break;
-    const std::string k = what.substr(q + 1, e - q - 1);
-    for (auto it = params.begin(); it != params.end(); ++it) {
-      if (it->first.as<std::string>() != k) continue;
-      // A merged or swept map has fresh keys; its values keep their place in the file.
-      const int line = it->first.Mark().line >= 0 ? it->first.Mark().line : it->second.Mark().line;
-      if (line >= 0) return line + 1;
-    }
-    q = e;
-  }
-  return fallback;
+  // A merged or swept map has fresh keys; its values keep their place in the file.
+  auto line_of = [&](const std::string& k) {
+    for (auto it = params.begin(); it != params.end(); ++it)
+      if (it->first.as<std::string>() == k) return it->first.Mark().line >= 0 ? it->first.Mark().line : it->second.Mark().line;
+    return -1;
+  };
+  const std::string k = hw::first_quoted_key(what, [&](const std::string& w) { return line_of(w) >= 0; });
+  return k.empty() ? fallback : line_of(k) + 1;
 }
 }  // namespace
 
