@@ -54,6 +54,14 @@ std::string yaml_text(const YAML::Node& n) {
   return e.c_str();
 }
 
+YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params) {
+  YAML::Node out(YAML::NodeType::Map);
+  for (const YAML::Node& m : {defaults, params})
+    if (m && m.IsMap())
+      for (auto it = m.begin(); it != m.end(); ++it) out[it->first.as<std::string>()] = it->second;
+  return out;
+}
+
 std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key) {
   for (size_t q = message.find('\''); q != std::string::npos; q = message.find('\'', q + 1)) {
     const size_t e = message.find('\'', q + 1);

@@ -20,6 +20,10 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what);
 /// value, the flow form ("[1, 2]", "{a: 1}") of a sequence or mapping.
 std::string yaml_text(const YAML::Node& n);
 
+/// A new mapping of `defaults` overlaid by `params` (either may be missing): a scenario case's
+/// parameters after its file's `defaults:`.
+YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params);
+
 /// The first word between single quotes in `message` for which `is_key` holds ("" if none): how
 /// an error names the parameter it is about, so a loader can point at that key's line.
 std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key);

@@ -78,15 +78,6 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   return out;
 }
 
-YAML::Node merged(const YAML::Node& defaults, const YAML::Node& params) {
-  YAML::Node out(YAML::NodeType::Map);
-  if (defaults)
-    for (auto it = defaults.begin(); it != defaults.end(); ++it) out[it->first.as<std::string>()] = it->second;
-  if (params)
-    for (auto it = params.begin(); it != params.end(); ++it) out[it->first.as<std::string>()] = it->second;
-  return out;
-}
-
 bool matches(const YAML::Node& params, const YAML::Node& at) {
   for (auto it = at.begin(); it != at.end(); ++it) {
     const auto p = params[it->first.as<std::string>()];
@@ -148,7 +139,7 @@ Scenario Scenario::load(const std::string& path) {
     const double ctol = cnode["tolerance_pct"] ? number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
     if (!(ctol > 0)) throw FileError(path, line_of(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");
     // Expand the sweep (cartesian product in file order).
-    std::vector<std::pair<std::string, YAML::Node>> points{{id, merged(defaults, cnode["params"])}};
+    std::vector<std::pair<std::string, YAML::Node>> points{{id, hw::yaml_merged(defaults, cnode["params"])}};
     if (const auto sw = cnode["sweep"]) {
       if (!sw.IsMap()) throw FileError(path, line_of(sw), key + ".sweep", "expected {param: [values]}");
       for (auto it = sw.begin(); it != sw.end(); ++it) {

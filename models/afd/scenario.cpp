@@ -218,13 +218,8 @@ AfdScenarioReport evaluate_afd_scenario(const std::string& path, const std::stri
   if (doc["tolerance_pct"]) rep.tolerance_pct = doc["tolerance_pct"].as<double>();
   // A value in the file's `defaults:` counts as given, as in the scenario loader (models/scenario.cpp).
   const YAML::Node defaults = doc["defaults"];
-  auto with_defaults = [&](const YAML::Node& params) {
-    if (!defaults || !defaults.IsMap()) return params;
-    YAML::Node out(YAML::NodeType::Map);
-    for (auto it = defaults.begin(); it != defaults.end(); ++it) out[it->first.as<std::string>()] = it->second;
-    if (params && params.IsMap())
-      for (auto it = params.begin(); it != params.end(); ++it) out[it->first.as<std::string>()] = it->second;
-    return out;
+  auto with_defaults = [&](const YAML::Node& params) {  // a non-mapping is left for afd_case_from_yaml to refuse
+    return params && !params.IsNull() && !params.IsMap() ? params : hw::yaml_merged(defaults, params);
   };
   for (const auto& cs : doc["cases"]) {
     const std::string id = cs["id"].as<std::string>();
