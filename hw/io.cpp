@@ -88,15 +88,9 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
     for (const auto& t : tmps) std::remove(t.c_str());
   };
   for (const auto& [path, text] : files) {
-    const std::string tmp = path + ".tmp";
-    std::ofstream f(tmp);
-    if (!f) {
-      const std::string why = std::strerror(errno);
-      drop();
-      throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
-    }
-    tmps.push_back(tmp);
-    if (!(f << text) || !f.flush()) {
+    tmps.push_back(path + ".tmp");
+    std::ofstream f(tmps.back());
+    if (!f || !(f << text) || !f.flush()) {
       const std::string why = std::strerror(errno);
       drop();
       throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));

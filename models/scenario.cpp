@@ -427,13 +427,12 @@ std::string format_table(const nlohmann::json& r) {
     const auto& cp = c["params"];
     if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])
       flag = fmt::format("  (M padded to {}, as the kernel does)", cp["m_padded"].get<int64_t>()) + flag;
-    // A case compared on another metric (an AFD timeline's exchange period) shows that metric's
-    // prediction, so the row's error follows from its own columns.
-    const double shown = c["predicted_us"].get<double>();
+    // A case compared on another metric (an AFD timeline's exchange period) carries that metric as
+    // predicted_us (run_scenario); the row also names it and gives the exchange time.
     if (c.contains("compared_metric") && c.contains("exchange_us"))
       flag = fmt::format("  ({}; exchange time on the slowest Attention rank {:.1f} us)", c["compared_metric"].get<std::string>(),
                          c["exchange_us"].get<double>()) + flag;
-    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, shown, meas, err, flag);
+    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
     std::string ph;
     for (const auto& p : c["phases"]) {
       const double d = p["end_us"].get<double>() - p["start_us"].get<double>();

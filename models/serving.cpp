@@ -54,26 +54,28 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
   if (std::ceil(tokens / chunk) > kMaxChunks)
     throw std::invalid_argument(fmt::format("ttft parameter 'batch' x 'prompt_tokens' = {} tokens makes {} chunks of {}; at most {} "
                                             "chunks are simulated", tokens, std::ceil(tokens / chunk), chunk, kMaxChunks));
-  const YAML::Node base = YAML::Clone(p["base"]), fused = YAML::Clone(p["fused"]);
+  // One arm's layer call at M rows (the arm's parameters with m set); an error names the arm first,
+  // so the loader points at its line.
+  auto arm_case = [&](const char* arm, int64_t m) {
+    YAML::Node q = YAML::Clone(p[arm]);
+    q["m"] = m;
+    try {
+      return run_gemm_ar_case(hw, q, nullptr);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("ttft parameter '{}': {}", arm, e.what()));
+    }
+  };
   double delta_us = 0, base_layer_us = 0;
   nlohmann::json chunks = nlohmann::json::array();
   for (double done = 0; done < tokens; done += chunk) {
     const int64_t m = int64_t(std::min(chunk, tokens - done));
-    YAML::Node bp = YAML::Clone(base), fp = YAML::Clone(fused);
-    bp["m"] = fp["m"] = m;
-    auto arm_case = [&](const char* arm, const YAML::Node& q) {
-      try {
-        return run_gemm_ar_case(hw, q, nullptr);
-      } catch (const std::invalid_argument& e) {  // name the arm first, so the loader points at its line
-        throw std::invalid_argument(fmt::format("ttft parameter '{}': {}", arm, e.what()));
-      }
-    };
-    const auto br = arm_case("base", bp), fr = arm_case("fused", fp);
-    for (const char* key : {"n", "k", "world_size", "quant"})
-      if (br["params"][key] != fr["params"][key])
-        throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "
-                                                "the same layer (n, k, world_size, quant)",
-                                                key, fr["params"][key].dump(), key, br["params"][key].dump()));
+    const auto br = arm_case("base", m), fr = arm_case("fused", m);
+    if (chunks.empty())  // the arms' shapes do not change with M: check them on the first chunk
+      for (const char* key : {"n", "k", "world_size", "quant"})
+        if (br["params"][key] != fr["params"][key])
+          throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "
+                                                  "the same layer (n, k, world_size, quant)",
+                                                  key, fr["params"][key].dump(), key, br["params"][key].dump()));
     const double b = br["predicted_us"].get<double>(), f = fr["predicted_us"].get<double>();
     delta_us += f - b;
     base_layer_us += b;

@@ -102,8 +102,6 @@ void register_all(CLI::App& app) {
   run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
   run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
   run->callback([run_args] {
-    if (!run_args->trace.empty() && run_args->trace == run_args->out)
-      throw std::invalid_argument(fmt::format("--out and --trace name the same file '{}'", run_args->out));
     auto sc = models::Scenario::load(run_args->scenarios.at(0));
     auto hw = models::load_scenario_hardware(sc);
     sim::TraceSink trace;
