@@ -48,6 +48,8 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   Measured out;
   if (!m["source"]) throw FileError(file, line_of(m), key + ".source", "every measured value needs a source (table and row)");
   out.source = m["source"].as<std::string>();
+  if (out.source.find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file, line_of(m["source"]), key + ".source", "is empty (expected the table and row the value comes from)");
   if (m["known_miss"]) out.known_miss = m["known_miss"].as<std::string>();
   if (m["value_us"]) out.value_us = number(m["value_us"], file, key + ".value_us");
   if (out.value_us && !(*out.value_us > 0)) throw FileError(file, line_of(m["value_us"]), key + ".value_us", "a measured time must be > 0 us");
@@ -102,13 +104,15 @@ Scenario Scenario::load(const std::string& path) {
   const std::string hwp = root["hardware"].as<std::string>();
   fs::path dir = fs::path(path).parent_path().lexically_normal();
   if (dir.empty()) dir = ".";  // a scenario named without its folder: the folder is the CWD
-  std::vector<fs::path> tries{dir / hwp, (dir / "..").lexically_normal() / hwp, fs::path(hwp)};
+  std::vector<std::string> tries;
+  for (const fs::path& t : {dir / hwp, (dir / "..").lexically_normal() / hwp, fs::path(hwp)})
+    if (std::find(tries.begin(), tries.end(), t.lexically_normal().string()) == tries.end()) tries.push_back(t.lexically_normal().string());
   sc.hardware_path.clear();
   for (const auto& t : tries)
-    if (fs::is_regular_file(t)) { sc.hardware_path = t.lexically_normal().string(); break; }
+    if (fs::is_regular_file(t)) { sc.hardware_path = t; break; }
   if (sc.hardware_path.empty())
     throw FileError(path, line_of(root["hardware"]), "hardware",
-                    fmt::format("no hardware file '{}' (tried {}, {} and {})", hwp, tries[0].string(), tries[1].string(), tries[2].string()));
+                    fmt::format("no hardware file '{}' (tried {})", hwp, fmt::join(tries, ", ")));
   if (const YAML::Node kd = root["kernel_durations"]) {
     if (!kd.IsMap()) throw FileError(path, line_of(kd), "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
     check_keys(kd, {"tolerance_pct", "known_misses"}, path, "kernel_durations");

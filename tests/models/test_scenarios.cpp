@@ -49,6 +49,7 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "case.id", 5);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
                     "matches no sweep point", 8);
