@@ -83,7 +83,8 @@ const ParamDecl* ParamRegistry::find(const std::string& key) const {
 }
 
 FileError::FileError(const std::string& file, int line, const std::string& key, const std::string& what)
-    : std::runtime_error(fmt::format("{}:{}: {}{}", file, line, key.empty() ? "" : "'" + key + "': ", what)) {}
+    : std::runtime_error(fmt::format("{}{}: {}{}", file, line > 0 ? ":" + std::to_string(line) : "",
+                                     key.empty() ? "" : "'" + key + "': ", what)) {}
 
 namespace {
 struct UnitDef { const char* unit; double factor; };

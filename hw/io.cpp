@@ -33,8 +33,10 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& path, const st
 }  // namespace
 
 YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw FileError(path, 0, "", fmt::format("is a directory, expected a {}", what));
   std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "", "cannot open " + what);
+  if (!in) throw FileError(path, 0, "", fmt::format("cannot open {}: {}", what, std::strerror(errno)));
   YAML::Node root;
   try {
     root = YAML::Load(in);

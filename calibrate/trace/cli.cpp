@@ -45,7 +45,7 @@ void run_reporting_errors(F&& f) {
   } catch (const CLI::Error&) {
     throw;
   } catch (const std::exception& e) {
-    std::cerr << "fusesim trace: error: " << e.what() << "\n";
+    std::cerr << "fusesim: error: " << e.what() << "\n";
     throw CLI::RuntimeError(1);
   }
 }

@@ -303,6 +303,11 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
     rep.world_size = static_cast<int>(files.size());
     for (const auto& f : files) rep.world_size = std::max(rep.world_size, f.world_size);
   }
+  if (opt.fuse_gemm_ar && rep.world_size < 2)
+    throw std::invalid_argument(fmt::format(
+        "--fuse-gemm-ar: {} gives a world size of {} (its rank count and distributedInfo), so the all-reduce's rank count is unknown; "
+        "pass --world-size N (the ranks of the all-reduce this trace's rank took part in: 2, 4 or 8)",
+        path, rep.world_size));
   std::map<std::string, size_t> row_of;
   const size_t nranks = files.size();
   for (size_t r = 0; r < nranks; ++r) {

@@ -125,65 +125,78 @@ void register_all(CLI::App& app) {
   auto check_args = std::make_shared<std::vector<std::string>>();
   auto check_plot = std::make_shared<std::string>();
   auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
-  check->add_option("scenarios", *check_args, "scenario YAML files")->required()->check(CLI::ExistingFile);
+  check->add_option("scenarios", *check_args, "scenario YAML files (one that cannot be read is reported and the others still checked)")->required();
   check->add_option("--plot", *check_plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
   check->callback([check_args, check_plot] {
-    int bad = 0, compared = 0;
+    int bad = 0, compared = 0, unreadable = 0;
     for (const auto& path : *check_args) {
-      auto sc = models::Scenario::load(path);
-      auto hw = models::load_scenario_hardware(sc);
-      auto res = models::run_scenario(sc, hw);
-      int here = 0, now_passing = 0;
-      for (const auto& c : res["cases"]) {
-        if (c["within_tolerance"].is_null()) continue;
-        ++compared;
-        const bool ok = c["within_tolerance"].get<bool>();
-        if (c.contains("known_miss")) {
-          if (ok) {
-            ++here;
-            ++now_passing;
-            fmt::print("FAIL {} {}: marked known_miss but now within tolerance ({:+.2f}%): remove the flag\n", path,
-                       c["id"].get<std::string>(), c["error_pct"].get<double>());
-          } else {
-            fmt::print("known miss {} {}: error {:+.2f}% (tolerance {:.1f}%): {}\n", path, c["id"].get<std::string>(),
-                       c["error_pct"].get<double>(), c["tolerance_pct"].get<double>(), c["known_miss"].get<std::string>());
+      // A file that cannot be checked (bad input) is reported; the other files are still checked.
+      try {
+        auto sc = models::Scenario::load(path);
+        auto hw = models::load_scenario_hardware(sc);
+        auto res = models::run_scenario(sc, hw);
+        int here = 0, now_passing = 0;
+        for (const auto& c : res["cases"]) {
+          if (c["within_tolerance"].is_null()) continue;
+          ++compared;
+          const bool ok = c["within_tolerance"].get<bool>();
+          if (c.contains("known_miss")) {
+            if (ok) {
+              ++here;
+              ++now_passing;
+              fmt::print("FAIL {} {}: marked known_miss but now within tolerance ({:+.2f}%): remove the flag\n", path,
+                         c["id"].get<std::string>(), c["error_pct"].get<double>());
+            } else {
+              fmt::print("known miss {} {}: error {:+.2f}% (tolerance {:.1f}%): {}\n", path, c["id"].get<std::string>(),
+                         c["error_pct"].get<double>(), c["tolerance_pct"].get<double>(), c["known_miss"].get<std::string>());
+            }
+            continue;
           }
-          continue;
+          if (!ok) {
+            ++here;
+            fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", path,
+                       c["id"].get<std::string>(), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
+                       c["error_pct"].get<double>(), c["tolerance_pct"].get<double>());
+          }
         }
-        if (!ok) {
-          ++here;
-          fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", path,
-                     c["id"].get<std::string>(), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
-                     c["error_pct"].get<double>(), c["tolerance_pct"].get<double>());
+        const auto& s = res["summary"];
+        fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance{}\n", here ? "FAIL" : "ok  ", path,
+                   s["compared"].get<int>(),
+                   s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
+                   s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
+                   here - now_passing, now_passing ? fmt::format(", {} known misses now within (remove their flag)", now_passing) : "");
+        bad += here;
+        // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
+        // that now passes, fails the check like a case outside tolerance.
+        if (const auto kd = kernel_durations(sc, res); !kd.is_null()) {
+          fmt::print("     {}", kernel_duration_text(kd, false));
+          const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
+          if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
+          bad += kbad;
         }
-      }
-      const auto& s = res["summary"];
-      fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance{}\n", here ? "FAIL" : "ok  ", path,
-                 s["compared"].get<int>(),
-                 s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
-                 s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
-                 here - now_passing, now_passing ? fmt::format(", {} known misses now within (remove their flag)", now_passing) : "");
-      bad += here;
-      // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
-      // that now passes, fails the check like a case outside tolerance.
-      if (const auto kd = kernel_durations(sc, res); !kd.is_null()) {
-        fmt::print("     {}", kernel_duration_text(kd, false));
-        const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
-        if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
-        bad += kbad;
-      }
-      if (!check_plot->empty()) {
-        const auto pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
-        if (!pts.empty()) {
-          calibrate::PlotOptions po;
-          po.dir = *check_plot;
-          po.prefix = sc.name + "__";
-          po.measured_label = "measured";
-          const auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
-          for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
-          fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
+        if (!check_plot->empty()) {
+          const auto pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
+          if (!pts.empty()) {
+            calibrate::PlotOptions po;
+            po.dir = *check_plot;
+            po.prefix = sc.name + "__";
+            po.measured_label = "measured";
+            const auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
+            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
+            fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
+          }
         }
+      } catch (const std::exception& e) {
+        ++unreadable;
+        std::fflush(stdout);
+        fmt::print(stderr, "fusesim: error: {}\n", e.what());
+        fmt::print("ERROR {}: not checked (bad input, see the error above)\n", path);
       }
+    }
+    if (unreadable) {
+      fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(),
+                 bad ? fmt::format("; {} compared cases outside tolerance or known misses now within it", bad) : "");
+      throw CLI::RuntimeError(1);
     }
     if (bad) {
       fmt::print("FAIL: {} of {} compared cases outside tolerance or known misses now within it\n", bad, compared);
@@ -213,11 +226,18 @@ void register_all(CLI::App& app) {
       return;
     }
     fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
-    fmt::print("{:<34} {:>12} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "unit", "lower", "upper", "kind", "source");
-    for (const auto& p : out)
-      fmt::print("{:<34} {:>12.6g} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(), p["value"].get<double>(),
+    fmt::print("{:<34} {:>12} {:>10} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "sigma", "unit", "lower", "upper", "kind",
+               "source (fitted: on, commit)");
+    for (const auto& p : out) {
+      std::string src = p["source"].get<std::string>();
+      const std::string on = p["fitted_on"].get<std::string>(), commit = p["commit"].get<std::string>();
+      if (!on.empty() || !commit.empty())
+        src += fmt::format(" [fitted{}{}]", on.empty() ? "" : " " + on, commit.empty() ? "" : ", commit " + commit);
+      fmt::print("{:<34} {:>12.6g} {:>10} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(),
+                 p["value"].get<double>(), p["sigma"].is_null() ? "-" : fmt::format("{:.3g}", p["sigma"].get<double>()),
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
-                 p["source"].get<std::string>());
+                 src);
+    }
     // Which parameter sets the file completes: each module's required declarations it does not set.
     const std::vector<std::pair<std::string, std::vector<hw::ParamDecl>>> modules{
         {"gemm_ar", models::gemm_ar_param_decls()},

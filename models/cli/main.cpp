@@ -24,11 +24,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help / --version exit 0 and `check` exits 2 (a CLI::RuntimeError from its callback); CLI11's own
-    // usage errors (an unknown option, a file that does not exist: codes 100 and up) exit 1 like any
-    // other bad input, after CLI11's message.
-    const int rc = app.exit(e);
-    return rc >= 100 ? 1 : rc;
+    // --help / --version exit 0, `check` exits 2 on a miss and 1 on a file it could not check (a
+    // CLI::RuntimeError from its callback); CLI11's own usage errors (an unknown option, a file that
+    // does not exist: codes 100 and up) exit 1 like any other bad input, with the same prefix.
+    if (e.get_exit_code() < 100) return app.exit(e);
+    fmt::print(stderr, "fusesim: error: {} (see fusesim {} --help)\n", e.what(),
+               app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name());
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fusesim: error: {}\n", e.what());
     return 1;

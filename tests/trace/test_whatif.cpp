@@ -159,6 +159,23 @@ TEST(TraceWhatIf, FuseGemmAllReduceUsesThePredictor) {
   EXPECT_THROW(whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, opt, d.str()), std::runtime_error);
 }
 
+TEST(TraceWhatIf, FuseGemmAllReduceOnAOneRankTraceNeedsTheWorldSize) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 1;
+  testgen::write_trace_dir(spec, d.str());
+  auto files = read_trace(d.str());
+  WhatIfOptions opt;
+  opt.fuse_gemm_ar = true;
+  opt.gemm_ar_predictor = [](int64_t, int64_t, int64_t, int) { return 5.0; };
+  try {
+    whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, opt, d.str());
+    FAIL() << "expected an error asking for --world-size";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --world-size N"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TraceWhatIf, DefaultPredictorIsNotWiredYet) {
   try {
     default_gemm_ar_predictor("hw/mi355x.yaml");
