@@ -41,7 +41,26 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
   try {
     root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
-    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+    std::string hint;
+    // yaml-cpp reports an unclosed flow collection where it gave up (often the next entry's line);
+    // name the line of the bracket left open, found by a scan that skips quoted text and comments.
+    if (e.msg.find("flow not found") != std::string::npos) {
+      std::ifstream again(path);
+      std::vector<std::pair<char, int>> open;
+      std::string text;
+      for (int n = 1; std::getline(again, text) && n <= e.mark.line + 1; ++n) {
+        char quote = 0;
+        for (char ch : text) {
+          if (quote) { if (ch == quote) quote = 0; continue; }
+          if (ch == '"' || ch == '\'') quote = ch;
+          else if (ch == '#') break;
+          else if (ch == '{' || ch == '[') open.emplace_back(ch, n);
+          else if ((ch == '}' || ch == ']') && !open.empty()) open.pop_back();
+        }
+      }
+      if (!open.empty()) hint = fmt::format(" (the '{}' opened on line {} is not closed)", open.back().first, open.back().second);
+    }
+    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg + hint);
   }
   if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level of the " + what);
   check_duplicate_keys(root, path, "");

@@ -53,6 +53,9 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
                     "matches no sweep point", 8);
+  // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
+  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
+                    "the '{' opened on line 6 is not closed", 7);
 }
 
 TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
