@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -485,6 +486,60 @@ std::string format_csv(const nlohmann::json& r) {
                      c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : "");
   }
   return o.str();
+}
+
+std::vector<ComparedPoint> compared_points(const nlohmann::json& res) {
+  std::vector<ComparedPoint> out;
+  for (const auto& c : res["cases"])
+    if (c.contains("measured_us") && !c["measured_us"].is_null())
+      out.push_back({c["id"].get<std::string>(), c.value("compared_metric", std::string("predicted_us")),
+                     c["measured_us"].get<double>(), c["predicted_us"].get<double>()});
+  return out;
+}
+
+std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res) {
+  std::map<std::string, const Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  std::vector<ComparedPoint> out;
+  for (const auto& r : res["cases"]) {
+    const auto it = by_id.find(r["id"].get<std::string>());
+    if (it == by_id.end()) continue;
+    const Case& c = *it->second;
+    if (!c.measured || c.measured->kernels.empty() || !c.params["tokens"] || c.params["tokens"].as<int>() < 128) continue;
+    for (const auto& k : c.measured->kernels) {
+      const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
+      const auto ph = std::find_if(r["phases"].begin(), r["phases"].end(),
+                                   [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });
+      if (ph == r["phases"].end()) continue;  // a kernel the model does not run on that device
+      out.push_back({c.id, kernel, k.duration_us, (*ph)["end_us"].get<double>() - (*ph)["start_us"].get<double>()});
+    }
+  }
+  return out;
+}
+
+nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
+  const double tol = sc.kernel_tolerance_pct;
+  std::vector<double> errs;
+  nlohmann::json misses = nlohmann::json::array(), now_within = nlohmann::json::array();
+  int new_misses = 0;
+  for (const auto& p : kernel_duration_points(sc, res)) {
+    const double e = p.err_pct();
+    errs.push_back(std::fabs(e));
+    const auto kn = sc.kernel_known_misses.find(p.case_id + " " + p.what);
+    const bool known = kn != sc.kernel_known_misses.end();
+    if (std::fabs(e) > tol) {
+      new_misses += !known;
+      misses.push_back({{"case", p.case_id}, {"kernel", p.what}, {"measured_us", p.measured}, {"predicted_us", p.predicted},
+                        {"error_pct", e}, {"known", known}, {"reason", known ? kn->second : ""}});
+    } else if (known) {
+      now_within.push_back({{"case", p.case_id}, {"kernel", p.what}, {"error_pct", e}});
+    }
+  }
+  if (errs.empty()) return nullptr;
+  std::sort(errs.begin(), errs.end());
+  return {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
+          {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()}, {"misses", misses},
+          {"new_misses", new_misses}, {"known_now_within", now_within}};
 }
 
 }  // namespace fusesim::models

@@ -110,6 +110,31 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
 /// Load the scenario's hardware file (resolved like Scenario::load documents).
 hw::Hardware load_scenario_hardware(const Scenario& sc);
 
+/// One measured value beside its prediction (us): a case's compared metric, or one kernel's duration.
+struct ComparedPoint {
+  std::string case_id;
+  std::string what;  ///< the compared metric ("predicted_us", "period_us") or "devN/kernel"
+  double measured = 0, predicted = 0;
+  double err_pct() const { return 100.0 * (predicted - measured) / measured; }
+};
+
+/// Every case of a run_scenario result that has a measured value: {id, compared_metric, measured_us,
+/// predicted_us}. Known misses are included (callers that exclude them read `known_miss`).
+std::vector<ComparedPoint> compared_points(const nlohmann::json& res);
+
+/// Per-kernel durations of the scenario's measured timelines at T >= 128 (AFD `measured.kernels`),
+/// each against the run's own phase "devN/kernel" (end - start); kernels the model does not run on
+/// that device are skipped.
+std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res);
+
+/**
+ * kernel_duration_points judged against the scenario's `kernel_durations` (tolerance, known misses):
+ * {total, within, tolerance_pct, median_abs_error_pct, max_abs_error_pct, misses: [{case, kernel,
+ * measured_us, predicted_us, error_pct, known, reason}], new_misses, known_now_within: [{case, kernel,
+ * error_pct}]}; null when no case has a timeline at T >= 128.
+ */
+nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res);
+
 /// Render the result as an aligned text table, or CSV (one row per case).
 std::string format_table(const nlohmann::json& result);
 std::string format_csv(const nlohmann::json& result);

@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "models/afd/params.hpp"
-#include "models/afd/scenario.hpp"
+#include "models/scenario.hpp"
 
 using namespace fusesim;
 
@@ -50,6 +50,30 @@ int main(int argc, char** argv) {
   }
   const auto reg = afd::afd_registry();
   hw::Hardware hw = hw::Hardware::load(root + "/" + hw_path, reg);
+  // Each scenario is read once (models::Scenario, the loader `fusesim run` uses); the objective reruns
+  // its cases on the trial hardware.
+  std::vector<models::Scenario> scs;
+  for (const auto& s : scen) scs.push_back(models::Scenario::load(s));
+  struct Eval {
+    std::vector<models::ComparedPoint> points, kernel_points;
+    double median_abs_err_pct() const {
+      std::vector<double> e;
+      for (const auto& p : points) e.push_back(std::fabs(p.err_pct()));
+      if (e.empty()) return 0;
+      std::sort(e.begin(), e.end());
+      const size_t k = e.size();
+      return k % 2 ? e[k / 2] : 0.5 * (e[k / 2 - 1] + e[k / 2]);
+    }
+    double max_abs_err_pct() const {
+      double m = 0;
+      for (const auto& p : points) m = std::max(m, std::fabs(p.err_pct()));
+      return m;
+    }
+  };
+  auto evaluate = [&](const models::Scenario& sc) {
+    const auto res = models::run_scenario(sc, hw);
+    return Eval{models::compared_points(res), models::kernel_duration_points(sc, res)};
+  };
   std::vector<std::string> keys;
   for (const auto& [k, v] : hw.values())
     if (v.kind == hw::Provenance::Fitted &&
@@ -69,8 +93,8 @@ int main(int argc, char** argv) {
   auto objective = [&](const std::vector<double>& x) {
     apply(x);
     double f = 0;
-    for (const auto& s : scen) {
-      const auto rep = afd::evaluate_afd_scenario(s, root, reg, &hw);
+    for (const auto& sc : scs) {
+      const auto rep = evaluate(sc);
       for (const auto& p : rep.points) {
         const double e = std::log(p.predicted / p.measured);
         f += e * e + (std::fabs(e) > 0.10 ? hinge * (std::fabs(e) - 0.10) * (std::fabs(e) - 0.10) : 0.0);
@@ -129,9 +153,9 @@ int main(int argc, char** argv) {
     const auto* d = reg.find(keys[i]);
     std::cout << keys[i] << " " << hw::format_quantity(d->quantity, hw.get(keys[i])) << "\n";
   }
-  for (const auto& s : scen) {
-    const auto rep = afd::evaluate_afd_scenario(s, root, reg, &hw);
-    std::fprintf(stderr, "%s: %zu points, median |err| %.2f%%, max %.2f%%\n", rep.scenario.c_str(), rep.points.size(),
+  for (const auto& sc : scs) {
+    const auto rep = evaluate(sc);
+    std::fprintf(stderr, "%s: %zu points, median |err| %.2f%%, max %.2f%%\n", sc.name.c_str(), rep.points.size(),
                  rep.median_abs_err_pct(), rep.max_abs_err_pct());
     if (report) {
       for (const auto& p : rep.points)

@@ -164,118 +164,11 @@ nlohmann::json result_json(const AfdCase& c, const AfdResult& r) {
   return out;
 }
 
-/// Line of the first quoted word of `what` that is a key of `params` (else `fallback`).
-int key_line(const std::string& what, const YAML::Node& params, int fallback) {
-  if (!params || !params.IsMap()) return fallback;
-  // A merged or swept map has fresh keys; its values keep their place in the file.
-  auto line_of = [&](const std::string& k) {
-    for (auto it = params.begin(); it != params.end(); ++it)
-      if (it->first.as<std::string>() == k) return it->first.Mark().line >= 0 ? it->first.Mark().line : it->second.Mark().line;
-    return -1;
-  };
-  const std::string k = hw::first_quoted_key(what, [&](const std::string& w) { return line_of(w) >= 0; });
-  return k.empty() ? fallback : line_of(k) + 1;
-}
 }  // namespace
 
 nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace) {
   const AfdCase c = afd_case_from_yaml(params);
   return result_json(c, simulate_afd(hw, c, trace));
-}
-
-double AfdScenarioReport::median_abs_err_pct() const {
-  if (points.empty()) return 0;
-  std::vector<double> e;
-  for (const auto& p : points) e.push_back(std::fabs(p.err_pct()));
-  std::sort(e.begin(), e.end());
-  const size_t n = e.size();
-  return n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
-}
-double AfdScenarioReport::max_abs_err_pct() const {
-  double m = 0;
-  for (const auto& p : points) m = std::max(m, std::fabs(p.err_pct()));
-  return m;
-}
-
-AfdScenarioReport evaluate_afd_scenario(const std::string& path, const std::string& root,
-                                        const hw::ParamRegistry& registry, const hw::Hardware* hw_override) {
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw hw::FileError(path, e.mark.line + 1, "", e.what());
-  }
-  AfdScenarioReport rep;
-  rep.scenario = doc["scenario"].as<std::string>("");
-  rep.hardware = doc["hardware"].as<std::string>("");
-  if (doc["model"].as<std::string>("") != "afd") throw hw::FileError(path, 0, "model", "expected 'afd'");
-  std::unique_ptr<hw::Hardware> own;
-  const hw::Hardware* hwp = hw_override;
-  if (!hwp) {
-    own = std::make_unique<hw::Hardware>(hw::Hardware::load(root + "/" + rep.hardware, registry));
-    hwp = own.get();
-  }
-  if (doc["tolerance_pct"]) rep.tolerance_pct = doc["tolerance_pct"].as<double>();
-  // A value in the file's `defaults:` counts as given, as in the scenario loader (models/scenario.cpp).
-  const YAML::Node defaults = doc["defaults"];
-  auto with_defaults = [&](const YAML::Node& params) {  // a non-mapping is left for afd_case_from_yaml to refuse
-    return params && !params.IsNull() && !params.IsMap() ? params : hw::yaml_merged(defaults, params);
-  };
-  for (const auto& cs : doc["cases"]) {
-    const std::string id = cs["id"].as<std::string>();
-    std::vector<YAML::Node> variants;
-    if (cs["sweep"]) {
-      // Cartesian product of the sweep lists over the base params.
-      variants.push_back(YAML::Clone(with_defaults(cs["params"])));
-      for (auto it = cs["sweep"].begin(); it != cs["sweep"].end(); ++it) {
-        std::vector<YAML::Node> next;
-        for (const auto& base : variants)
-          for (const auto& v : it->second) {
-            YAML::Node n = YAML::Clone(base);
-            n[it->first.as<std::string>()] = YAML::Node(v);
-            next.push_back(n);
-          }
-        variants = next;
-      }
-    } else {
-      variants.push_back(with_defaults(cs["params"]));
-    }
-    for (const auto& params : variants) {
-      AfdCase c;
-      AfdResult r;
-      try {
-        c = afd_case_from_yaml(params);
-        r = simulate_afd(*hwp, c, nullptr);
-      } catch (const std::invalid_argument& e) {
-        throw hw::FileError(path, key_line(e.what(), params, cs.Mark().line + 1), "cases." + id + ".params", e.what());
-      }
-      nlohmann::json pj = result_json(c, r);
-      pj["id"] = id;
-      const YAML::Node m = cs["measured"];
-      if (m && !cs["sweep"]) {
-        if (m["value_us"]) {
-          rep.points.push_back({id, "value_us", m["value_us"].as<double>(), r.exchange_us});
-          pj["measured_us"] = m["value_us"].as<double>();
-        }
-        if (m["period_us"]) {
-          rep.points.push_back({id, "period_us", m["period_us"].as<double>(), r.period_us});
-          pj["measured_period_us"] = m["period_us"].as<double>();
-        }
-        if (m["kernels"] && c.tokens >= 128) {
-          for (const auto& k : m["kernels"]) {
-            const int d = k["device"].as<int>();
-            const std::string kn = k["kernel"].as<std::string>();
-            const double dur = k["end_us"].as<double>() - k["start_us"].as<double>();
-            for (const auto& ks : r.kernels)
-              if (ks.device == d && ks.kernel == kn)
-                rep.kernel_points.push_back({id, fmt::format("dev{}/{}", d, kn), dur, ks.end_us - ks.start_us});
-          }
-        }
-      }
-      rep.predictions.push_back(pj);
-    }
-  }
-  return rep;
 }
 
 }  // namespace fusesim::afd

@@ -1,5 +1,5 @@
-// Entry points for the scenario runner: one AFD case from YAML params, and evaluation of a whole
-// AFD scenario file against its measured values.
+// Entry points for the scenario runner (models/scenario.cpp): one AFD case from YAML params. Whole
+// scenario files are read and compared by models::Scenario / models::run_scenario.
 #pragma once
 
 #include <string>
@@ -45,35 +45,5 @@ AfdCase afd_case_from_yaml(const YAML::Node& params);
  * "routing_dropped_rows", ...}, "note" (only when routing dropped rows: how many of how many)}.
  */
 nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
-
-/// One measured point compared with its prediction.
-struct AfdPoint {
-  std::string case_id;
-  std::string what;      ///< "value_us" or "devN/kernel duration"
-  double measured = 0, predicted = 0;
-  double err_pct() const { return 100.0 * (predicted - measured) / measured; }
-};
-
-/// Result of a scenario file: every measured point, the tolerance, predictions of unmeasured cases.
-struct AfdScenarioReport {
-  std::string scenario, hardware;
-  double tolerance_pct = 12;           ///< the file's tolerance (max absolute error)
-  std::vector<AfdPoint> points;        ///< exchange-time points
-  std::vector<AfdPoint> kernel_points; ///< per-kernel durations of timelines (T >= 128 only)
-  nlohmann::json predictions = nlohmann::json::array();  ///< every case (incl. sweeps)
-  double median_abs_err_pct() const;
-  double max_abs_err_pct() const;
-};
-
-/**
- * Load `scenario_path` (layout: scenario, hardware, description, model: afd, cases[] with id,
- * params, optional sweep {param: [values]}, optional measured {value_us, source} and/or
- * measured {kernels: [{device, kernel, start_us, end_us}], source}, tolerance_pct), resolve
- * `hardware` relative to `repo_root`, run every case. hw_override (optional) replaces the loaded
- * hardware (fitting). Errors: hw::FileError / std::invalid_argument naming file and key.
- */
-AfdScenarioReport evaluate_afd_scenario(const std::string& scenario_path, const std::string& repo_root,
-                                        const hw::ParamRegistry& registry,
-                                        const hw::Hardware* hw_override = nullptr);
 
 }  // namespace fusesim::afd

@@ -32,47 +32,6 @@ struct RunArgs {
   std::string format = "table", trace, only, out;
 };
 
-/// Per-kernel durations of a scenario's measured timelines at T >= 128, from the run's own phases
-/// ("devN/kernel"), against the scenario's kernel_durations (tolerance, known misses): JSON {total,
-/// within, tolerance_pct, median_abs_error_pct, max_abs_error_pct, misses: [{case, kernel, measured_us,
-/// predicted_us, error_pct, known, reason}], new_misses, known_now_within: [...]}; null when no case
-/// of `res` has a timeline.
-nlohmann::json kernel_durations(const models::Scenario& sc, const nlohmann::json& res) {
-  std::map<std::string, const models::Case*> by_id;
-  for (const auto& c : sc.cases) by_id[c.id] = &c;
-  const double tol = sc.kernel_tolerance_pct;
-  std::vector<double> errs;
-  nlohmann::json misses = nlohmann::json::array(), now_within = nlohmann::json::array();
-  int new_misses = 0;
-  for (const auto& out : res["cases"]) {
-    const models::Case& c = *by_id.at(out["id"].get<std::string>());
-    if (!c.measured || c.measured->kernels.empty() || !c.params["tokens"] || c.params["tokens"].as<int>() < 128) continue;
-    for (const auto& k : c.measured->kernels) {
-      const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
-      const auto ph = std::find_if(out["phases"].begin(), out["phases"].end(),
-                                   [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });
-      if (ph == out["phases"].end()) continue;  // a kernel the model does not run on that device
-      const double pred = (*ph)["end_us"].get<double>() - (*ph)["start_us"].get<double>();
-      const double e = (pred - k.duration_us) / k.duration_us * 100.0;
-      errs.push_back(std::fabs(e));
-      const auto kn = sc.kernel_known_misses.find(c.id + " " + kernel);
-      if (std::fabs(e) > tol) {
-        new_misses += kn == sc.kernel_known_misses.end();
-        misses.push_back({{"case", c.id}, {"kernel", kernel}, {"measured_us", k.duration_us}, {"predicted_us", pred},
-                          {"error_pct", e}, {"known", kn != sc.kernel_known_misses.end()},
-                          {"reason", kn != sc.kernel_known_misses.end() ? kn->second : ""}});
-      } else if (kn != sc.kernel_known_misses.end()) {
-        now_within.push_back({{"case", c.id}, {"kernel", kernel}, {"error_pct", e}});
-      }
-    }
-  }
-  if (errs.empty()) return nullptr;
-  std::sort(errs.begin(), errs.end());
-  return {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
-          {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()}, {"misses", misses},
-          {"new_misses", new_misses}, {"known_now_within", now_within}};
-}
-
 std::string kernel_duration_text(const nlohmann::json& kd, bool list) {
   if (kd.is_null()) return "";
   std::string out = fmt::format(
@@ -109,7 +68,7 @@ void register_all(CLI::App& app) {
     opt.only = run_args->only;
     if (!run_args->trace.empty()) opt.trace = &trace;
     auto res = models::run_scenario(sc, hw, opt);
-    const auto kd = kernel_durations(sc, res);
+    const auto kd = models::kernel_durations(sc, res);
     if (!kd.is_null()) res["summary"]["kernel_durations"] = kd;
     std::string text = run_args->format == "json" ? res.dump(2) + "\n"
                        : run_args->format == "csv" ? models::format_csv(res)
@@ -168,7 +127,7 @@ void register_all(CLI::App& app) {
         bad += here;
         // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
         // that now passes, fails the check like a case outside tolerance.
-        if (const auto kd = kernel_durations(sc, res); !kd.is_null()) {
+        if (const auto kd = models::kernel_durations(sc, res); !kd.is_null()) {
           fmt::print("     {}", kernel_duration_text(kd, false));
           const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
           if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
