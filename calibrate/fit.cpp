@@ -120,11 +120,22 @@ std::vector<double> predict(const hw::Hardware& hw, const std::vector<FitPoint>&
     if (it == cache.end()) {
       auto runner = models::case_runners().find(pt.model);
       if (runner == models::case_runners().end()) throw std::invalid_argument("unknown model '" + pt.model + "'");
-      it = cache.emplace(key, runner->second(hw, pt.params, nullptr)).first;
+      try {
+        it = cache.emplace(key, runner->second(hw, pt.params, nullptr)).first;
+      } catch (const std::exception& e) {
+        // Name the measurement, so a file that mixes hardware (seed 004: NVLink and InfiniBand) says which.
+        throw std::invalid_argument(fmt::format("point {} ({}) on {}: {}", pt.id, pt.source, hw.name(), e.what()));
+      }
     }
     const auto& res = it->second;
     if (pt.phase.empty()) {
-      out.push_back(res["predicted_us"].get<double>());
+      if (pt.metric.empty() || pt.metric == "predicted_us") {
+        out.push_back(res["predicted_us"].get<double>());
+      } else {
+        if (!res.contains("extra") || !res["extra"].contains(pt.metric))
+          throw std::invalid_argument(fmt::format("point {}: the {} model reports no '{}'", pt.id, pt.model, pt.metric));
+        out.push_back(res["extra"][pt.metric].get<double>());
+      }
       continue;
     }
     double v = std::nan("");

@@ -24,6 +24,9 @@ struct FitPoint {
   double measured_us = 0;
   double weight = 1.0;   ///< residual weight (phases get less than totals)
   std::string source;
+  /// The total compared (phase empty): "" = the runner's predicted_us; "period_us" = its
+  /// extra.period_us (an AFD timeline's exchange period).
+  std::string metric;
 };
 
 /// Collect every measured total (weight 1) and phase (weight phase_weight) of the scenario files.

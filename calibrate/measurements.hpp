@@ -110,15 +110,18 @@ YAML::Node afd_context_from_header(const std::string& header);
  *    definition says role_aware false or whose name starts with "masked" is path masked, else afd;
  *    the arm's _env goes to extra;
  *  - arrays of strings mixing "#### header" lines and AFD JSON lines (see records_from_afd_line);
- *  - "kernel_timelines.traces": per trace, a period record (quantity "period_us") and one record per
- *    device kernel (quantity "kernel_dur_us", params device and kernel);
+ *  - "kernel_timelines.traces": per trace, a period record (quantity "period_us", compared with the
+ *    afd runner's extra.period_us) and one record per device kernel (quantity "kernel_dur_us", phase
+ *    "devN/kernel", weight `phase_weight`, device/kernel/start/end in extra; model "afd", so fitted,
+ *    only at T >= 128);
  *  - objects keyed "<A>a<F>f" -> {tokens -> {transport_sms -> us}} (the transport-SM sweep).
- * Default transport_sms comes from the document's "setup" text ("24 transport SMs unless noted").
+ * Defaults from the document's "setup" text: transport_sms ("24 transport SMs unless noted") and
+ * experts ("top-k 8 of 128 experts (96 for 1A:3F)": 128, and 96 for 1 Attention : 3 FFN ranks).
  * Every record's source is the JSON path ("per_source_cost.direct_vs_hybrid[3]"); line is the
  * line of the document where that path's value starts when it can be found, else 0.
  * Errors: hw::FileError(file, line) for malformed JSON.
  */
-ParseResult parse_afd_document(const std::string& text, const std::string& file);
+ParseResult parse_afd_document(const std::string& text, const std::string& file, double phase_weight = 0.5);
 
 /**
  * Probe JSON line -> record (kind "probe", no model): probe name (quantity = "<probe>.<value key>"),

@@ -11,6 +11,7 @@
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
 #include "hw/hardware.hpp"
+#include "models/scenario.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {
@@ -154,8 +155,10 @@ TEST(Afd, Seed004DocumentLayout) {
   EXPECT_EQ(tl[0]->params["tokens"].as<int>(), 1);
   EXPECT_EQ(tl[0]->params["transport_sms"].as<int>(), 24);  // the setup's default
   EXPECT_EQ(tl[1]->quantity, "kernel_dur_us");
-  EXPECT_EQ(tl[1]->params["kernel"].as<std::string>(), "dispatch_impl");
-  EXPECT_EQ(tl[1]->model, "");  // kernel durations have no case model
+  EXPECT_EQ(tl[1]->phase, "dev0/dispatch_impl");
+  EXPECT_EQ(tl[1]->extra["kernel"], "dispatch_impl");
+  EXPECT_EQ(tl[1]->model, "");  // at T = 1 a kernel duration is reported, not fitted (T >= 128 only)
+  EXPECT_FALSE(tl[1]->params["kernel"]);  // the case's parameters stay the afd runner's
   EXPECT_DOUBLE_EQ(tl[2]->value, 7.55);
   EXPECT_GT(tl[1]->line, 0);
   // transport-SM sweep: 2 tokens x 2 SM counts
@@ -278,5 +281,50 @@ TEST(Holdout, Rules) {
   }
 }
 
+}  // namespace
+}  // namespace fusesim::calibrate
+
+namespace fusesim::calibrate {
+namespace {
+// An AFD timeline scenario feeds `calibrate fit` what `fusesim check` judges: each case's exchange
+// period (not its exchange time) and every kernel duration at T >= 128, predicted as check does.
+TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
+  const std::string path = src("scenarios/h200x4-afd-timelines.yaml");
+  const auto pts = load_fit_points({path}, 0.5);
+  const auto sc = models::Scenario::load(path);
+  const auto hw = models::load_scenario_hardware(sc);
+  const auto res = models::run_scenario(sc, hw);
+  const auto totals = models::compared_points(res);
+  const auto kernels = models::kernel_duration_points(sc, res);
+  std::vector<FitPoint> period, kernel;
+  for (const auto& p : pts) (p.phase.empty() ? period : kernel).push_back(p);
+  ASSERT_EQ(period.size(), totals.size());
+  ASSERT_EQ(kernel.size(), kernels.size());
+  EXPECT_EQ(kernel.size(), 252u);
+  for (const auto& p : period) EXPECT_EQ(p.metric, "period_us") << p.id;
+  for (const auto& p : kernel) EXPECT_DOUBLE_EQ(p.weight, 0.5) << p.id;
+  const auto pp = predict(hw, period), kp = predict(hw, kernel);
+  for (size_t i = 0; i < period.size(); ++i) {
+    EXPECT_DOUBLE_EQ(period[i].measured_us, totals[i].measured) << period[i].id;
+    EXPECT_NEAR(pp[i], totals[i].predicted, 1e-9) << period[i].id;
+  }
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    EXPECT_DOUBLE_EQ(kernel[i].measured_us, kernels[i].measured) << kernel[i].id;
+    EXPECT_NEAR(kp[i], kernels[i].predicted, 1e-9) << kernel[i].id;
+  }
+}
+
+// The seed-004 document's setup line gives the experts: 128, and 96 for 1 Attention : 3 FFN ranks.
+TEST(Afd, Seed004SetupLineGivesTheExpertsPerSplit) {
+  const std::string doc = R"({"setup": "4 x H200, top-k 8 of 128 experts (96 for 1A:3F), 24 transport SMs unless noted",
+ "kernel_timelines": {"traces": {"1a3f-t128-afd": ["## 1a3f T=128 afd", "anchor dev3 period median 29.22 us"],
+                                 "2a2f-t128-afd": ["## 2a2f T=128 afd", "anchor dev2 period median 33.98 us"]}}})";
+  const auto r = parse_afd_document(doc, "inline.json");
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& x : r.records) {
+    const int a = x.params["attention_ranks"].as<int>();
+    EXPECT_EQ(x.params["experts"].as<int>(), a == 1 ? 96 : 128) << x.id;
+  }
+}
 }  // namespace
 }  // namespace fusesim::calibrate
