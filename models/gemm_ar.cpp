@@ -410,6 +410,7 @@ class Gemm {
       next_wave();
     };
     const double compute_s = t_tile_;
+    std::function<void()> after_compute;  // fused-lsa: the wave's remote stores
     double local_bytes = count * ab_tile_;
     double c_local = count * c_tile_;
     if (remote_) {
@@ -417,14 +418,39 @@ class Gemm {
       std::vector<double> per_dest(n_.ws, 0.0);
       for (int64_t t = first; t < first + count; ++t) per_dest[dest_of_tile(t)] += c_tile_;
       c_local = per_dest[r_];
-      const double scap = n_.hw.get("gemm.remote_store_rate");
-      for (int d = 0; d < n_.ws; ++d) {
-        if (d == r_ || per_dest[d] <= 0) continue;
-        ++*left;
-        n_.net.start({.name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .bytes = per_dest[d],
-                      .path = {{n_.link(r_, d), 1.0}, n_.window_hop(d)}, .rate_cap_Bps = scap, .share = scap,
-                      .lane = n_.cu_lane(r_) + " remote stores", .on_done = done});
+      if (n_.c.tile_order == "rotated" && n_.ws > 1) {
+        // Rotated order cycles the destinations every row tile, so each CU's next tile goes to
+        // another peer: CUs that stored to a quiet link move on while others wait on a busy one, and
+        // over the GEMM each link carries an even share. The wave boundary is the model's, not the
+        // kernel's, so its remote bytes are spread evenly over the peers instead of charging the
+        // wave its busiest link (which made an N that leaves a wave's rows uneven over the
+        // destinations, e.g. 896 columns per rank, slower than a larger N).
+        double remote = 0;
+        for (int d = 0; d < n_.ws; ++d)
+          if (d != r_) remote += per_dest[d];
+        for (int d = 0; d < n_.ws; ++d)
+          if (d != r_) per_dest[d] = remote / (n_.ws - 1);
       }
+      // The remote stores are the tiles' epilogue: with one resident workgroup per CU
+      // (gemm.workgroups_per_cu) no other tile's main loop runs on the CU meanwhile, so they follow
+      // the wave's compute instead of overlapping it; this is how the GEMM slows down when its
+      // stores cross the fabric (GEMM_AR.md: fused-lsa measured to lose to fused-sdma everywhere).
+      const double scap = n_.hw.get("gemm.remote_store_rate");
+      int nstores = 0;
+      for (int d = 0; d < n_.ws; ++d) nstores += d != r_ && per_dest[d] > 0;
+      *left += nstores > 0 ? 1 : 0;
+      auto stores = [this, w, per_dest, scap, done, nstores] {
+        auto pending = std::make_shared<int>(nstores);
+        for (int d = 0; d < n_.ws; ++d) {
+          if (d == r_ || per_dest[d] <= 0) continue;
+          n_.net.start({.name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .bytes = per_dest[d],
+                        .path = {{n_.link(r_, d), 1.0}, n_.window_hop(d)}, .rate_cap_Bps = scap, .share = scap,
+                        .lane = n_.cu_lane(r_) + " remote stores", .on_done = [pending, done] {
+                          if (--*pending == 0) done();
+                        }});
+        }
+      };
+      if (nstores > 0) after_compute = stores;
     }
     const double bytes = local_bytes + c_local;
     std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}, {n_.req(r_), 1.0}};
@@ -436,7 +462,10 @@ class Gemm {
     }
     const double cap = bytes / compute_s;
     n_.net.start({.name = fmt::format("gemm wave {}", w), .bytes = bytes, .path = path, .rate_cap_Bps = cap,
-                  .share = cap, .lane = n_.cu_lane(r_), .on_done = done});
+                  .share = cap, .lane = n_.cu_lane(r_), .on_done = [done, after_compute] {
+                    if (after_compute) after_compute();
+                    done();
+                  }});
   }
 
   Node& n_;

@@ -127,8 +127,22 @@ TEST(GemmArOrdering, WiresAndModesAtEveryM) {
     EXPECT_LT(f8s, bf16) << "M=" << m;
     EXPECT_LT(bf16, split) << "M=" << m;
   }
-  // fused-lsa loses to fused-sdma (its GEMM slows when the epilogue stores cross the fabric).
-  EXPECT_GT(run(cfg("fused-lsa")), run(cfg("fused-sdma")));
+  // fused-lsa loses to fused-sdma everywhere (GEMM_AR.md: its GEMM slows when the epilogue stores
+  // cross the fabric): at every M, and at N whose columns per rank are not whole tiles.
+  for (int64_t m : {2048, 4096, 8192, 16384, 32768})
+    EXPECT_GT(run(cfg("fused-lsa", m)), run(cfg("fused-sdma", m))) << "M=" << m;
+  // More output is never faster: 768, 896 (3.5 tiles of 256), 1024 and 1152 columns per rank.
+  double prev = 0;
+  for (int64_t n : {6144, 7168, 8192, 9216}) {
+    GemmArConfig c = cfg("fused-lsa", 8192);
+    c.n = n;
+    const double t = run(c);
+    EXPECT_GT(t, prev) << "N=" << n;
+    GemmArConfig s = cfg("fused-sdma", 8192);
+    s.n = n;
+    EXPECT_GT(t, run(s)) << "N=" << n;
+    prev = t;
+  }
   // 16 chunks of 1.75 MiB lose to 8.
   GemmArConfig c16 = cfg("fused-sdma");
   c16.chunks = 16;
