@@ -66,6 +66,24 @@ TEST(GemmArValidate, RejectsImpossibleShapesAndCombinations) {
   c = cfg("fused-sdma");
   c.quant = "int8";
   expect_bad(c, "quant");
+  // A shape that does not fit in HBM names the dimension behind the largest term.
+  auto key_of = [](GemmArConfig c) {
+    try {
+      models::validate(c, mi355x());
+    } catch (const std::invalid_argument& e) {
+      const std::string w = e.what();
+      return w.substr(0, w.find(':'));
+    }
+    return std::string("accepted");
+  };
+  c = cfg("fused-sdma", 1024);
+  c.k = int64_t(1) << 31;  // B = N x K fp8 = 14 TiB
+  EXPECT_EQ(key_of(c), "k");
+  c = cfg("fused-sdma", 1024);
+  c.n = 2147483656;  // B and the window grow with N
+  EXPECT_EQ(key_of(c), "n");
+  c = cfg("fused-sdma", int64_t(1) << 26);  // the window and A grow with M
+  EXPECT_EQ(key_of(c), "m");
   // M that is not a multiple of ws * BLOCK_M is padded, not refused.
   c = cfg("fused-sdma", 1000);
   EXPECT_NO_THROW(models::validate(c, mi355x()));
