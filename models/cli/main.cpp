@@ -1,6 +1,7 @@
 // build/fusesim: predict fused compute+communication paths from YAML scenarios.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -11,6 +12,9 @@
 int main(int argc, char** argv) {
   CLI::App app{"fusesim: simulator and cost model of fused compute+communication paths on multi-GPU nodes"};
   app.require_subcommand(1);
+#ifdef FUSESIM_VERSION
+  app.set_version_flag("--version", std::string("fusesim ") + FUSESIM_VERSION);
+#endif
   fusesim::cli::register_all(app);
   // Optional modules, present when their targets were built (see CMakeLists.txt).
   CLI::App* calibrate = app.get_subcommand("calibrate");
@@ -21,6 +25,18 @@ int main(int argc, char** argv) {
 #ifdef FUSESIM_HAVE_PROBES
   fusesim::register_probe_commands(*calibrate);
 #endif
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "fusesim: error: unknown command '{}' (expected one of: {}; see fusesim --help)\n", argv[1], names);
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,8 +44,8 @@ int main(int argc, char** argv) {
     // CLI::RuntimeError from its callback); CLI11's own usage errors (an unknown option, a file that
     // does not exist: codes 100 and up) exit 1 like any other bad input, with the same prefix.
     if (e.get_exit_code() < 100) return app.exit(e);
-    fmt::print(stderr, "fusesim: error: {} (see fusesim {} --help)\n", e.what(),
-               app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name());
+    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", e.what(),
+               app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + " ");
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fusesim: error: {}\n", e.what());
