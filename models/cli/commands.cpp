@@ -267,39 +267,46 @@ void register_all(CLI::App& app) {
     const auto r = models::break_even(hw, c, be->max_m);
     // Serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002).
     const int64_t hand = be->wire == "fp8" ? 2048 : 8192;
-    if (be->format == "json") {
-      fmt::print("{}\n", nlohmann::json{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size},
-                                        {"wire", be->wire}, {"m_vs_split", r.m_vs_split}, {"m_vs_rccl", r.m_vs_rccl},
-                                        {"serving_threshold_by_hand", hand}, {"curve", r.curve}}.dump(2));
-      return;
-    }
     const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
     auto show = [&](int64_t m) {
       if (m < 0) return fmt::format("no M: it still loses at the largest M searched (<= --max-m {}; see the curve below)", be->max_m);
       if (m == smallest) return fmt::format("every M searched (the smallest is {} = world_size x BLOCK_M; smaller M are padded to it)", m);
       return fmt::format("M >= {} (wins there and at every larger M searched)", m);
     };
+    auto curve = r.curve.get<std::vector<nlohmann::json>>();
+    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
+    curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
+    const bool has_band = hw.calibration() && hw.calibration()->residual_rms_pct > 0;
+    const double band = has_band ? 1.96 * hw.calibration()->residual_rms_pct : 0.0;
+    // Smallest M of the curve from which the fused path wins by more than that band at every larger M
+    // (-1: at no M of the curve).
+    auto clear_win = [&](const char* other) -> int64_t {
+      int64_t from = -1;
+      for (auto it = curve.rbegin(); it != curve.rend(); ++it) {
+        const double o = (*it)[other].get<double>(), f = (*it)["fused_us"].get<double>();
+        if ((o - f) / o * 100 <= band) break;
+        from = (*it)["m"].get<int64_t>();
+      }
+      return from;
+    };
+    if (be->format == "json") {
+      nlohmann::json out{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size},
+                         {"wire", be->wire}, {"quant", c.quant}, {"m_vs_split", r.m_vs_split}, {"m_vs_rccl", r.m_vs_rccl},
+                         {"serving_threshold_by_hand", hand}, {"curve", curve}};
+      if (has_band)
+        out["band_95_pct"] = band, out["m_clear_win_vs_split"] = clear_win("split_us"),
+        out["m_clear_win_vs_rccl"] = clear_win("rccl_us");
+      fmt::print("{}\n", out.dump(2));
+      return;
+    }
     fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), c.n, c.k, c.world_size, be->wire, c.quant);
     fmt::print("  fused beats split-sdma from      {}\n", show(r.m_vs_split));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(r.m_vs_rccl));
     fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire)\n", hand, be->wire);
-    auto curve = r.curve.get<std::vector<nlohmann::json>>();
-    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
-    curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
-    if (hw.calibration() && hw.calibration()->residual_rms_pct > 0) {
-      const double band = 1.96 * hw.calibration()->residual_rms_pct;
-      // Smallest M of the curve from which the fused path wins by more than that band at every larger M.
-      auto clear_win = [&](const char* other) -> std::string {
-        int64_t from = -1;
-        for (auto it = curve.rbegin(); it != curve.rend(); ++it) {
-          const double o = (*it)[other].get<double>(), f = (*it)["fused_us"].get<double>();
-          if ((o - f) / o * 100 <= band) break;
-          from = (*it)["m"].get<int64_t>();
-        }
-        return from < 0 ? "at no M of the curve" : fmt::format("from M >= {}", from);
-      };
+    if (has_band) {
+      auto text = [](int64_t m) { return m < 0 ? std::string("at no M of the curve") : fmt::format("from M >= {}", m); };
       fmt::print("  each time below is +-{:.1f}% at 95% (the hardware file's calibration residuals); fused wins by more "
-                 "than that over split-sdma {}, over RCCL {}\n", band, clear_win("split_us"), clear_win("rccl_us"));
+                 "than that over split-sdma {}, over RCCL {}\n", band, text(clear_win("split_us")), text(clear_win("rccl_us")));
     }
     fmt::print("  {:>7} {:>10} {:>10} {:>10}\n", "M", "fused_us", "split_us", "rccl_us");
     for (const auto& p : curve)
