@@ -131,15 +131,19 @@ Scenario Scenario::load(const std::string& path) {
   if (!root["cases"].IsSequence()) throw FileError(path, line_of(root["cases"]), "cases", "expected a list of cases");
   if (root["cases"].size() == 0) throw FileError(path, line_of(root["cases"]), "cases", "is empty (expected at least one case)");
   std::set<std::string> ids;
-  for (const auto& cnode : root["cases"]) {
-    if (!cnode.IsMap()) throw FileError(path, line_of(cnode), "cases", "each case must be a mapping");
-    check_keys(cnode, {"id", "params", "sweep", "measured", "measured_phases", "tolerance_pct", "note"}, path, "case");
-    if (!cnode["id"] || cnode["id"].IsNull()) throw FileError(path, line_of(cnode), "case.id", "missing (expected a name for the case)");
-    if (!cnode["id"].IsScalar()) throw FileError(path, line_of(cnode["id"]), "case.id", "expected a name, not a list or mapping");
-    const std::string id = cnode["id"].as<std::string>();
-    if (id.empty() || id.find_first_not_of(" \t") == std::string::npos)
-      throw FileError(path, line_of(cnode["id"]), "case.id", "is empty (expected a name for the case)");
-    const std::string key = "cases[" + id + "]";
+  // Keys in messages: cases[ID].field, or cases[INDEX].field (0-based) while the case has no usable id.
+  for (size_t ci = 0; ci < root["cases"].size(); ++ci) {
+    const YAML::Node cnode = root["cases"][ci];
+    const std::string at_index = fmt::format("cases[{}]", ci);
+    if (!cnode.IsMap()) throw FileError(path, line_of(cnode), at_index, "each case must be a mapping {id, params, ...}");
+    const YAML::Node idn = cnode["id"];
+    const bool id_ok = idn && idn.IsScalar() && idn.Scalar().find_first_not_of(" \t") != std::string::npos;
+    const std::string key = id_ok ? "cases[" + idn.Scalar() + "]" : at_index;
+    check_keys(cnode, {"id", "params", "sweep", "measured", "measured_phases", "tolerance_pct", "note"}, path, key);
+    if (!idn || idn.IsNull()) throw FileError(path, line_of(cnode), at_index + ".id", "missing (expected a name for the case)");
+    if (!idn.IsScalar()) throw FileError(path, line_of(idn), at_index + ".id", "expected a name, not a list or mapping");
+    if (!id_ok) throw FileError(path, line_of(idn), at_index + ".id", "is empty (expected a name for the case)");
+    const std::string id = idn.Scalar();
     if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, line_of(cnode["params"]), key + ".params", "expected a mapping");
     const double ctol = cnode["tolerance_pct"] ? number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
     if (!(ctol > 0)) throw FileError(path, line_of(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");

@@ -39,20 +39,26 @@ void expect_file_error(const std::string& text, const std::string& needle, int l
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
-  expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "case.parms", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
   expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
   expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
   expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n", "given twice", 7);
   expect_file_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
   expect_file_error(head + "cases: []\n", "cases", 4);
-  expect_file_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "case.id", 5);
+  expect_file_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "'cases[0].id': is empty", 5);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
                     "matches no sweep point", 8);
+  // Keys name the case by its id, or by its index (from 0) while it has no usable id.
+  expect_file_error(head + "cases:\n  - id: a\n  - params: {m: 1}\n", "'cases[1].id': missing", 6);
+  expect_file_error(head + "cases:\n  - id: [a]\n", "'cases[0].id': expected a name", 5);
+  expect_file_error(head + "cases:\n  - id: a\n  - 7\n", "'cases[1]': each case must be a mapping", 6);
+  expect_file_error(head + "cases:\n  - {parms: 1}\n", "'cases[0].parms': unknown key", 5);
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "'cases[a].sweep.m'", 6);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
