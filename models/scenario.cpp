@@ -45,19 +45,30 @@ double number(const YAML::Node& n, const std::string& file, const std::string& k
   }
 }
 
-Measured parse_measured_one(const YAML::Node& m, const std::string& file, const std::string& key) {
+// Keys of a measured entry: `measured: {...}`, each entry of the list form (which adds `at`), and
+// `measured_phases: {...}`.
+const std::set<std::string> kMeasuredKeys{"value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
+const std::set<std::string> kMeasuredPointKeys{"at", "value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
+const std::set<std::string> kMeasuredPhasesKeys{"phases_us", "source"};
+
+Measured parse_measured_one(const YAML::Node& m, const std::string& file, const std::string& key, const std::set<std::string>& allowed) {
   Measured out;
+  if (!m.IsMap()) throw FileError(file, line_of(m), key, fmt::format("expected a mapping of {}", fmt::join(allowed, ", ")));
+  check_keys(m, allowed, file, key);
   if (!m["source"]) throw FileError(file, line_of(m), key + ".source", "every measured value needs a source (table and row)");
   out.source = m["source"].as<std::string>();
   if (out.source.find_first_not_of(" \t") == std::string::npos)
     throw FileError(file, line_of(m["source"]), key + ".source", "is empty (expected the table and row the value comes from)");
   if (m["known_miss"]) out.known_miss = m["known_miss"].as<std::string>();
-  if (m["value_us"]) out.value_us = number(m["value_us"], file, key + ".value_us");
-  if (out.value_us && !(*out.value_us > 0)) throw FileError(file, line_of(m["value_us"]), key + ".value_us", "a measured time must be > 0 us");
-  else if (m["period_us"]) {
-    out.value_us = number(m["period_us"], file, key + ".period_us");
-    out.metric = "period_us";
-  }
+  if (m["value_us"] && m["period_us"])
+    throw FileError(file, line_of(m["period_us"]), key + ".period_us",
+                    "give value_us (compared with the prediction) or period_us (compared with the period), not both");
+  for (const char* f : {"value_us", "period_us"})
+    if (m[f]) {
+      out.value_us = number(m[f], file, key + "." + f);
+      if (!(*out.value_us > 0)) throw FileError(file, line_of(m[f]), key + "." + f, "a measured time must be > 0 us");
+      if (std::string(f) == "period_us") out.metric = "period_us";
+    }
   if (m["phases_us"]) {
     if (!m["phases_us"].IsMap()) throw FileError(file, line_of(m["phases_us"]), key + ".phases_us", "expected {phase: us, ...}");
     for (auto p = m["phases_us"].begin(); p != m["phases_us"].end(); ++p)
@@ -71,6 +82,8 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   if (const YAML::Node ks = m["kernels"]) {
     if (!ks.IsSequence()) throw FileError(file, line_of(ks), key + ".kernels", "expected a list of {device, kernel, start_us, end_us}");
     for (const auto& k : ks) {
+      if (!k.IsMap()) throw FileError(file, line_of(k), key + ".kernels", "expected {device, kernel, start_us, end_us}");
+      check_keys(k, {"device", "kernel", "start_us", "end_us"}, file, key + ".kernels");
       for (const char* f : {"device", "kernel", "start_us", "end_us"})
         if (!k[f]) throw FileError(file, line_of(k), key + ".kernels", fmt::format("an entry lacks '{}'", f));
       out.kernels.push_back({int(number(k["device"], file, key + ".kernels.device")), k["kernel"].as<std::string>(),
@@ -178,17 +191,20 @@ Scenario Scenario::load(const std::string& path) {
     if (const auto m = cnode["measured"]) {
       if (m.IsMap()) {
         if (points.size() != 1) throw FileError(path, line_of(m), key + ".measured", "a swept case needs a list of {at: {...}, value_us, source}");
-        meas[0] = parse_measured_one(m, path, key + ".measured");
+        meas[0] = parse_measured_one(m, path, key + ".measured", kMeasuredKeys);
       } else if (m.IsSequence()) {
-        for (const auto& e : m) {
-          if (!e["at"] || !e["at"].IsMap()) throw FileError(path, line_of(e), key + ".measured.at", "missing {param: value} of the sweep point");
+        for (size_t ei = 0; ei < m.size(); ++ei) {
+          const YAML::Node e = m[ei];
+          const std::string ekey = fmt::format("{}.measured[{}]", key, ei);
+          const Measured one = parse_measured_one(e, path, ekey, kMeasuredPointKeys);
+          if (!e["at"] || !e["at"].IsMap()) throw FileError(path, line_of(e), ekey + ".at", "missing {param: value} of the sweep point");
           bool hit = false;
           for (size_t i = 0; i < points.size(); ++i)
             if (matches(points[i].second, e["at"])) {
-              meas[i] = parse_measured_one(e, path, key + ".measured");
+              meas[i] = one;
               hit = true;
             }
-          if (!hit) throw FileError(path, line_of(e), key + ".measured.at", fmt::format("'{}' matches no sweep point", hw::yaml_text(e["at"])));
+          if (!hit) throw FileError(path, line_of(e), ekey + ".at", fmt::format("'{}' matches no sweep point", hw::yaml_text(e["at"])));
         }
       } else {
         throw FileError(path, line_of(m), key + ".measured", "expected {value_us, source} or a list of them");
@@ -196,7 +212,9 @@ Scenario Scenario::load(const std::string& path) {
     }
     if (const auto mp = cnode["measured_phases"]) {
       if (points.size() != 1) throw FileError(path, line_of(mp), key + ".measured_phases", "only for a case without sweep");
-      Measured ph = parse_measured_one(mp, path, key + ".measured_phases");
+      if (mp.IsMap() && !mp["phases_us"])
+        throw FileError(path, line_of(mp), key + ".measured_phases", "needs phases_us: {phase: us, ...}");
+      Measured ph = parse_measured_one(mp, path, key + ".measured_phases", kMeasuredPhasesKeys);
       if (meas[0]) {
         meas[0]->phases_us = ph.phases_us;
         meas[0]->source += "; phases: " + ph.source;

@@ -59,6 +59,20 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: a\n  - 7\n", "'cases[1]': each case must be a mapping", 6);
   expect_file_error(head + "cases:\n  - {parms: 1}\n", "'cases[0].parms': unknown key", 5);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "'cases[a].sweep.m'", 6);
+  // Unknown keys of a measured value (single, each entry of the list form, measured_phases) list the accepted ones.
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, zzz: 1}\n",
+                    "'cases[a].measured.zzz': unknown key (expected one of: kernels, known_miss, period_us, phases_us, source, value_us)", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, source: x}\n"
+                           "      - {at: {m: 2}, value_us: 1, source: x, bogus: 1}\n",
+                    "'cases[a].measured[1].bogus': unknown key (expected one of: at, kernels, known_miss, period_us, phases_us, source, value_us)", 9);
+  expect_file_error(head + "cases:\n  - id: a\n    measured_phases:\n      phases_us: {gemm: 1}\n      source: x\n      value_us: 3\n",
+                    "'cases[a].measured_phases.value_us': unknown key (expected one of: phases_us, source)", 9);
+  expect_file_error(head + "cases:\n  - id: a\n    measured_phases: {source: x}\n", "'cases[a].measured_phases': needs phases_us", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: x, kernels: [{device: 0, kernel: k, start_us: 0, end_us: 1, dev: 2}]}\n",
+                    "'cases[a].measured.kernels.dev': unknown key", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, period_us: 2, source: x}\n", "not both", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be > 0", 6);
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured: [7]\n", "'cases[a].measured[0]': expected a mapping", 7);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
