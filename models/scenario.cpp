@@ -162,10 +162,12 @@ Scenario Scenario::load(const std::string& path) {
     if (!(ctol > 0)) throw FileError(path, line_of(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");
     // Expand the sweep (cartesian product in file order).
     std::vector<std::pair<std::string, YAML::Node>> points{{id, hw::yaml_merged(defaults, cnode["params"])}};
+    std::vector<std::string> swept;  // the swept parameters, in file order
     if (const auto sw = cnode["sweep"]) {
       if (!sw.IsMap()) throw FileError(path, line_of(sw), key + ".sweep", "expected {param: [values]}");
       for (auto it = sw.begin(); it != sw.end(); ++it) {
         const std::string p = it->first.as<std::string>();
+        swept.push_back(p);
         if (!it->second.IsSequence() || it->second.size() == 0)
           throw FileError(path, line_of(it->second), key + ".sweep." + p, "expected a non-empty list of values");
         std::vector<std::pair<std::string, YAML::Node>> next;
@@ -188,6 +190,7 @@ Scenario Scenario::load(const std::string& path) {
     note_lines(cnode["params"], "params");
     note_lines(cnode["sweep"], "sweep");
     std::vector<std::optional<Measured>> meas(points.size());
+    std::vector<int> meas_line(points.size(), 0);  // line of the entry that gave each point's value
     if (const auto m = cnode["measured"]) {
       if (m.IsMap()) {
         if (points.size() != 1) throw FileError(path, line_of(m), key + ".measured", "a swept case needs a list of {at: {...}, value_us, source}");
@@ -197,14 +200,30 @@ Scenario Scenario::load(const std::string& path) {
           const YAML::Node e = m[ei];
           const std::string ekey = fmt::format("{}.measured[{}]", key, ei);
           const Measured one = parse_measured_one(e, path, ekey, kMeasuredPointKeys);
-          if (!e["at"] || !e["at"].IsMap()) throw FileError(path, line_of(e), ekey + ".at", "missing {param: value} of the sweep point");
-          bool hit = false;
+          const YAML::Node at = e["at"];
+          if (!at || !at.IsMap() || at.size() == 0)
+            throw FileError(path, line_of(at ? at : e), ekey + ".at", "missing {param: value} of the sweep point");
+          // `at` names one sweep point: only swept parameters, enough of them to single one point out.
+          for (auto a = at.begin(); a != at.end(); ++a) {
+            const std::string k = a->first.as<std::string>();
+            if (std::find(swept.begin(), swept.end(), k) == swept.end())
+              throw FileError(path, line_of(a->first), ekey + ".at." + k,
+                              swept.empty() ? "this case has no sweep (give measured: {value_us, source} instead of a list)"
+                                            : fmt::format("'{}' is not a swept parameter of this case (swept: {})", k, fmt::join(swept, ", ")));
+          }
+          std::vector<size_t> hits;
           for (size_t i = 0; i < points.size(); ++i)
-            if (matches(points[i].second, e["at"])) {
-              meas[i] = one;
-              hit = true;
-            }
-          if (!hit) throw FileError(path, line_of(e), ekey + ".at", fmt::format("'{}' matches no sweep point", hw::yaml_text(e["at"])));
+            if (matches(points[i].second, at)) hits.push_back(i);
+          if (hits.empty()) throw FileError(path, line_of(e), ekey + ".at", fmt::format("'{}' matches no sweep point", hw::yaml_text(at)));
+          if (hits.size() > 1)
+            throw FileError(path, line_of(e), ekey + ".at",
+                            fmt::format("'{}' matches {} sweep points ({}, ...); give a value for each swept parameter ({})",
+                                        hw::yaml_text(at), hits.size(), points[hits[0]].first, fmt::join(swept, ", ")));
+          if (meas_line[hits[0]])
+            throw FileError(path, line_of(e), ekey + ".at",
+                            fmt::format("sweep point '{}' given twice (also on line {})", hw::yaml_text(at), meas_line[hits[0]]));
+          meas[hits[0]] = one;
+          meas_line[hits[0]] = line_of(e);
         }
       } else {
         throw FileError(path, line_of(m), key + ".measured", "expected {value_us, source} or a list of them");

@@ -52,7 +52,7 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
-                    "matches no sweep point", 8);
+                    "'cases[a].measured[0].at': '{m: 3}' matches no sweep point", 8);
   // Keys name the case by its id, or by its index (from 0) while it has no usable id.
   expect_file_error(head + "cases:\n  - id: a\n  - params: {m: 1}\n", "'cases[1].id': missing", 6);
   expect_file_error(head + "cases:\n  - id: [a]\n", "'cases[0].id': expected a name", 5);
@@ -73,6 +73,17 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, period_us: 2, source: x}\n", "not both", 6);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be > 0", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured: [7]\n", "'cases[a].measured[0]': expected a mapping", 7);
+  // A measured list's `at:` names exactly one sweep point, by swept parameters only, once.
+  const std::string swept = head + "cases:\n  - id: a\n    sweep: {m: [4096, 8192], n: [1, 2]}\n    measured:\n";
+  expect_file_error(swept + "      - {at: {k: 2048}, value_us: 100, source: x}\n",
+                    "'cases[a].measured[0].at.k': 'k' is not a swept parameter of this case (swept: m, n)", 8);
+  expect_file_error(swept + "      - {at: {m: 4096}, value_us: 100, source: x}\n",
+                    "'cases[a].measured[0].at': '{m: 4096}' matches 2 sweep points (a/m=4096/n=1, ...); give a value for each swept "
+                    "parameter (m, n)", 8);
+  expect_file_error(swept + "      - {at: {m: 4096, n: 1}, value_us: 100, source: x}\n      - {at: {n: 1, m: 4096}, value_us: 90, source: y}\n",
+                    "'cases[a].measured[1].at': sweep point '{n: 1, m: 4096}' given twice (also on line 8)", 9);
+  expect_file_error(head + "cases:\n  - id: a\n    measured:\n      - {at: {m: 1}, value_us: 100, source: x}\n",
+                    "'cases[a].measured[0].at.m': this case has no sweep", 7);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
