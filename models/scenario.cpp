@@ -45,6 +45,20 @@ double number(const YAML::Node& n, const std::string& file, const std::string& k
   }
 }
 
+// The reason of a known miss: a non-empty text. A plain true/false/number is a flag, not a reason.
+std::string reason_text(const YAML::Node& n, const std::string& file, const std::string& key) {
+  bool flag = false;
+  if (n.IsScalar() && n.Tag() != "!") {  // "!": quoted, so meant as text
+    bool b;
+    double d;
+    flag = YAML::convert<bool>::decode(n, b) || YAML::convert<double>::decode(n, d);
+  }
+  if (!n.IsScalar() || flag || n.Scalar().find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file, line_of(n), key,
+                    fmt::format("expected the reason the model misses this point (a non-empty text), got '{}'", hw::yaml_text(n)));
+  return n.Scalar();
+}
+
 // Keys of a measured entry: `measured: {...}`, each entry of the list form (which adds `at`), and
 // `measured_phases: {...}`.
 const std::set<std::string> kMeasuredKeys{"value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
@@ -59,7 +73,7 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   out.source = m["source"].as<std::string>();
   if (out.source.find_first_not_of(" \t") == std::string::npos)
     throw FileError(file, line_of(m["source"]), key + ".source", "is empty (expected the table and row the value comes from)");
-  if (m["known_miss"]) out.known_miss = m["known_miss"].as<std::string>();
+  if (m["known_miss"]) out.known_miss = reason_text(m["known_miss"], file, key + ".known_miss");
   if (m["value_us"] && m["period_us"])
     throw FileError(file, line_of(m["period_us"]), key + ".period_us",
                     "give value_us (compared with the prediction) or period_us (compared with the period), not both");

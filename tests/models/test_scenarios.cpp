@@ -84,6 +84,10 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
                     "'cases[a].measured[1].at': sweep point '{n: 1, m: 4096}' given twice (also on line 8)", 9);
   expect_file_error(head + "cases:\n  - id: a\n    measured:\n      - {at: {m: 1}, value_us: 100, source: x}\n",
                     "'cases[a].measured[0].at.m': this case has no sweep", 7);
+  // known_miss is the reason the model misses the point: a flag or an empty text is refused.
+  for (const std::string v : {"false", "true", "5", "\"\"", "", "[a]"})
+    expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, known_miss: " + v + "}\n",
+                      "'cases[a].measured.known_miss': expected the reason the model misses this point (a non-empty text)", 6);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
