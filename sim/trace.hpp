@@ -1,6 +1,7 @@
 // fusesim engine: Chrome/Perfetto trace-event JSON of a run (written by the caller, e.g. hw::write_file_atomic).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,18 +31,28 @@ class TraceSink {
   /// Prefix added to every lane recorded from now on (e.g. "case3:"), so runs stay apart: the
   /// process becomes "case3:gpu0".
   void set_prefix(std::string p) { prefix_ = std::move(p); }
-  /// The whole trace as {"traceEvents":[...], "displayTimeUnit":"ns"}.
+  /// The whole trace as JSON text {"traceEvents":[...], "displayTimeUnit":"ns"}, written directly
+  /// (a whole-scenario trace has millions of events: no JSON tree of them is built).
+  std::string to_text() const;
+  /// The same trace as a JSON value (parses to_text(); for tests and small traces).
   nlohmann::json to_json() const;
   size_t size() const { return events_.size(); }
   /// Lanes seen, in first-use order.
   std::vector<std::string> lanes() const { return lane_order_; }
 
  private:
-  std::pair<int, int> ids(const std::string& lane);
-  std::vector<nlohmann::json> events_;
-  std::map<std::string, std::pair<int, int>> lane_ids_;
+  /// One recorded event, compact: the lane is an index into lane_order_, args are JSON text.
+  struct Event {
+    char ph;            ///< 'X' slice, 'C' counter
+    uint32_t lane;
+    double ts_us, dur_us;
+    std::string name, args;
+  };
+  uint32_t lane_index(const std::string& lane);
+  std::vector<Event> events_;
+  std::map<std::string, uint32_t> lane_index_;
   std::map<std::string, int> pid_of_;
-  std::map<std::string, std::pair<std::string, std::string>> split_;  // lane -> (process, thread)
+  std::vector<std::pair<std::string, std::string>> split_;  // per lane index: (process, thread)
   std::vector<std::string> lane_order_;
   std::string prefix_;
 };

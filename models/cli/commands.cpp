@@ -75,7 +75,7 @@ void register_all(CLI::App& app) {
                                                    : models::format_table(res) + kernel_duration_text(kd, true);
     // Both outputs or neither: a failure to write one leaves the other file as it was.
     std::vector<std::pair<std::string, std::string>> files;
-    if (!run_args->trace.empty()) files.push_back({run_args->trace, trace.to_json().dump()});
+    if (!run_args->trace.empty()) files.push_back({run_args->trace, trace.to_text()});
     if (!run_args->out.empty()) files.push_back({run_args->out, text});
     hw::write_files_atomic(files);
     if (run_args->out.empty()) fmt::print("{}", text);
