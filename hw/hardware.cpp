@@ -86,6 +86,27 @@ FileError::FileError(const std::string& file, int line, const std::string& key, 
     : std::runtime_error(fmt::format("{}{}: {}{}", file, line > 0 ? ":" + std::to_string(line) : "",
                                      key.empty() ? "" : "'" + key + "': ", what)) {}
 
+void reject_extra_documents(const std::string& path, const std::string& what) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAllFromFile(path);
+  } catch (const YAML::Exception& e) {
+    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (!docs[i] || docs[i].IsNull()) continue;  // an empty document ignores nothing
+    // Point at the `---` that opens it: the last one at or before its first node.
+    const int first = docs[i].Mark().line >= 0 ? docs[i].Mark().line + 1 : 0;
+    int line = first;
+    std::ifstream in(path);
+    std::string text;
+    for (int n = 1; std::getline(in, text) && n <= first; ++n)
+      if (text.rfind("---", 0) == 0 && (text.size() == 3 || text[3] == ' ' || text[3] == '\t' || text[3] == '\r')) line = n;
+    throw FileError(path, line, "",
+                    fmt::format("a second YAML document starts here: a {} holds one document (the rest would be ignored)", what));
+  }
+}
+
 namespace {
 struct UnitDef { const char* unit; double factor; };
 
@@ -155,11 +176,13 @@ std::string scalar(const YAML::Node& n, const std::string& file, const std::stri
 }
 }  // namespace
 
-Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) {
+// A function-try-block: a yaml-cpp conversion error not checked for below still names the file and line.
+Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) try {
   Hardware hw;
   hw.path_ = path;
   hw.registry_ = &registry;
   const YAML::Node root = load_yaml_map(path, "hardware file");
+  reject_extra_documents(path, "hardware file");
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string top = it->first.as<std::string>();
     const YAML::Node& node = it->second;
@@ -286,6 +309,8 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
   if (hw.name_.empty()) throw FileError(path, 1, "name", "missing");
   if (hw.gpus_ == 0) throw FileError(path, 1, "topology", "missing (expected {gpus: N, kind: ...})");
   return hw;
+} catch (const YAML::Exception& e) {
+  throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");
 }
 
 double Hardware::get(const std::string& key) const {

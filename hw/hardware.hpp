@@ -102,6 +102,10 @@ class FileError : public std::runtime_error {
   FileError(const std::string& file, int line, const std::string& key, const std::string& what);
 };
 
+/// Throw FileError (naming the file and the line of the `---`) when the YAML file at `path` holds a
+/// second, non-empty document: the loaders read the first document only. `what` names the file's role.
+void reject_extra_documents(const std::string& path, const std::string& what);
+
 /**
  * Parse "76.8GBps" etc. into SI for a quantity. Accepted units:
  * Time: ps ns us ms s; Bandwidth: Bps KBps MBps GBps TBps (decimal), KiBps MiBps GiBps, and bit

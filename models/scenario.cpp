@@ -59,6 +59,22 @@ std::string reason_text(const YAML::Node& n, const std::string& file, const std:
   return n.Scalar();
 }
 
+// A text field (a name, a path, a source): a scalar, not a list or mapping, and not empty unless `may_be_empty`.
+// `null_line`: the line to name for an empty value (yaml-cpp marks a null value where the next token starts).
+std::string text(const YAML::Node& n, const std::string& file, const std::string& key, const std::string& expected,
+                 bool may_be_empty = false, int null_line = 0) {
+  if (!n || n.IsNull()) {
+    if (may_be_empty) return "";
+    throw FileError(file, null_line ? null_line : line_of(n), key, "is empty (expected " + expected + ")");
+  }
+  if (!n.IsScalar())
+    throw FileError(file, line_of(n), key,
+                    fmt::format("expected {}, got a {} '{}'", expected, n.IsSequence() ? "list" : "mapping", hw::yaml_text(n)));
+  if (!may_be_empty && n.Scalar().find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file, line_of(n), key, "is empty (expected " + expected + ")");
+  return n.Scalar();
+}
+
 // Keys of a measured entry: `measured: {...}`, each entry of the list form (which adds `at`), and
 // `measured_phases: {...}`.
 const std::set<std::string> kMeasuredKeys{"value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
@@ -70,9 +86,7 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   if (!m.IsMap()) throw FileError(file, line_of(m), key, fmt::format("expected a mapping of {}", fmt::join(allowed, ", ")));
   check_keys(m, allowed, file, key);
   if (!m["source"]) throw FileError(file, line_of(m), key + ".source", "every measured value needs a source (table and row)");
-  out.source = m["source"].as<std::string>();
-  if (out.source.find_first_not_of(" \t") == std::string::npos)
-    throw FileError(file, line_of(m["source"]), key + ".source", "is empty (expected the table and row the value comes from)");
+  out.source = text(m["source"], file, key + ".source", "the table and row the value comes from");
   if (m["known_miss"]) out.known_miss = reason_text(m["known_miss"], file, key + ".known_miss");
   if (m["value_us"] && m["period_us"])
     throw FileError(file, line_of(m["period_us"]), key + ".period_us",
@@ -100,7 +114,7 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
       check_keys(k, {"device", "kernel", "start_us", "end_us"}, file, key + ".kernels");
       for (const char* f : {"device", "kernel", "start_us", "end_us"})
         if (!k[f]) throw FileError(file, line_of(k), key + ".kernels", fmt::format("an entry lacks '{}'", f));
-      out.kernels.push_back({int(number(k["device"], file, key + ".kernels.device")), k["kernel"].as<std::string>(),
+      out.kernels.push_back({int(number(k["device"], file, key + ".kernels.device")), text(k["kernel"], file, key + ".kernels.kernel", "a kernel name"),
                              number(k["end_us"], file, key + ".kernels.end_us") - number(k["start_us"], file, key + ".kernels.start_us")});
     }
   }
@@ -117,19 +131,24 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 }
 }  // namespace
 
-Scenario Scenario::load(const std::string& path) {
+// A function-try-block: a yaml-cpp conversion error this loader does not check for itself still names the file and line.
+Scenario Scenario::load(const std::string& path) try {
   Scenario sc;
   sc.path = path;
   const YAML::Node root = hw::load_yaml_map(path, "scenario file");
+  hw::reject_extra_documents(path, "scenario file");
   check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes",
                     "kernel_durations"}, path, "");
   for (const char* k : {"scenario", "hardware", "model", "cases"})
     if (!root[k]) throw FileError(path, 1, k, "missing");
-  sc.name = root["scenario"].as<std::string>();
-  sc.description = root["description"] ? root["description"].as<std::string>() : "";
-  sc.model = root["model"].as<std::string>();
+  std::map<std::string, int> key_line;  // top-level key -> its line
+  for (auto it = root.begin(); it != root.end(); ++it) key_line[it->first.as<std::string>()] = line_of(it->first);
+  sc.name = text(root["scenario"], path, "scenario", "a name (text)", false, key_line["scenario"]);
+  sc.description = text(root["description"], path, "description", "a text", true);
+  sc.model = text(root["model"], path, "model", "a model name (text)", false, key_line["model"]);
   // hardware: relative to the scenario's folder, else to the repository root (its parent), else CWD
-  const std::string hwp = root["hardware"].as<std::string>();
+  const std::string hwp = text(root["hardware"], path, "hardware", "the path of a hardware file (text)", false, key_line["hardware"]);
+  sc.hardware_line = line_of(root["hardware"]);
   fs::path dir = fs::path(path).parent_path().lexically_normal();
   if (dir.empty()) dir = ".";  // a scenario named without its folder: the folder is the CWD
   std::vector<std::string> tries;
@@ -145,10 +164,18 @@ Scenario Scenario::load(const std::string& path) {
     if (!kd.IsMap()) throw FileError(path, line_of(kd), "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
     check_keys(kd, {"tolerance_pct", "known_misses"}, path, "kernel_durations");
     if (kd["tolerance_pct"]) sc.kernel_tolerance_pct = number(kd["tolerance_pct"], path, "kernel_durations.tolerance_pct");
-    for (const auto& e : kd["known_misses"]) {
-      if (!e["case"] || !e["kernel"] || !e["reason"])
-        throw FileError(path, line_of(e), "kernel_durations.known_misses", "each entry needs case, kernel and reason");
-      sc.kernel_known_misses[e["case"].as<std::string>() + " " + e["kernel"].as<std::string>()] = e["reason"].as<std::string>();
+    if (const YAML::Node km = kd["known_misses"]) {
+      if (!km.IsSequence())
+        throw FileError(path, line_of(km), "kernel_durations.known_misses", "expected a list of {case, kernel, reason}");
+      for (size_t i = 0; i < km.size(); ++i) {
+        const YAML::Node e = km[i];
+        const std::string ekey = fmt::format("kernel_durations.known_misses[{}]", i);
+        if (!e.IsMap()) throw FileError(path, line_of(e), ekey, "expected {case, kernel, reason}");
+        check_keys(e, {"case", "kernel", "reason"}, path, ekey);
+        if (!e["case"] || !e["kernel"] || !e["reason"]) throw FileError(path, line_of(e), ekey, "each entry needs case, kernel and reason");
+        sc.kernel_known_misses[text(e["case"], path, ekey + ".case", "a case id") + " " +
+                               text(e["kernel"], path, ekey + ".kernel", "devN/KERNEL")] = reason_text(e["reason"], path, ekey + ".reason");
+      }
     }
   }
   const double tol = root["tolerance_pct"] ? number(root["tolerance_pct"], path, "tolerance_pct") : 10.0;
@@ -261,6 +288,8 @@ Scenario Scenario::load(const std::string& path) {
     }
   }
   return sc;
+} catch (const YAML::Exception& e) {
+  throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");
 }
 
 hw::Hardware load_scenario_hardware(const Scenario& sc) { return load_hardware(sc.hardware_path); }

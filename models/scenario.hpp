@@ -67,12 +67,16 @@ struct Case {
  *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
  *       tolerance_pct: 5
  *   kernel_durations: {tolerance_pct: 15, known_misses: [{case, kernel, reason}]}  # timelines (AFD)
- * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, unknown keys,
- * missing `scenario`/`hardware`/`model`/`cases`, a measured value without source, a sweep that is
- * not a list, measured points that match no sweep point, duplicate case ids.
+ * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, a second YAML
+ * document (`---`), unknown keys (also inside measured values), a field of the wrong type, missing
+ * `scenario`/`hardware`/`model`/`cases`, a measured value without source, a known_miss that is not a
+ * reason (text), a sweep that is not a list, a measured `at:` naming a parameter that is not swept,
+ * matching no sweep point or several, or a point given twice, duplicate case ids. Keys are written
+ * cases[ID].field (cases[INDEX].field, from 0, for a case without a usable id).
  */
 struct Scenario {
   std::string path, name, description, hardware_path, model;
+  int hardware_line = 0;  ///< line of `hardware:` in the scenario file
   std::vector<Case> cases;
   /// Per-kernel durations of measured timelines: `kernel_durations: {tolerance_pct: 15, known_misses:
   /// [{case, kernel: devN/NAME, reason}]}` (tolerance 15% when not given).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "models/gemm_ar.hpp"
@@ -35,7 +36,32 @@ void expect_file_error(const std::string& text, const std::string& needle, int l
     EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
   }
 }
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A hardware file loaded against the builtin registry must fail with `needle` at `line`.
+void expect_hw_error(const std::string& text, const std::string& needle, int line) {
+  const std::string p = write_tmp("bad-hw.yaml", text);
+  try {
+    models::load_hardware(p);
+    ADD_FAILURE() << "loaded a bad hardware file: " << needle;
+  } catch (const hw::FileError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find(needle), std::string::npos) << w;
+    EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
+  }
+}
 }  // namespace
+
+TEST(ScenarioHardware, ASecondYamlDocumentIsAnError) {
+  const std::string hw = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
+  const int lines = int(std::count(hw.begin(), hw.end(), '\n'));
+  expect_hw_error(hw + "---\nname: other\n", "a second YAML document starts here: a hardware file holds one document", lines + 1);
+  EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", hw + "---\n")));  // an empty document ignores nothing
+}
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
@@ -88,6 +114,22 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   for (const std::string v : {"false", "true", "5", "\"\"", "", "[a]"})
     expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, known_miss: " + v + "}\n",
                       "'cases[a].measured.known_miss': expected the reason the model misses this point (a non-empty text)", 6);
+  // A top-level field of the wrong type names its key and the type expected (yaml-cpp said "bad conversion", no file).
+  const std::string rest = "hardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n";
+  expect_file_error("scenario: [1,2]\n" + rest, "'scenario': expected a name (text), got a list '[1, 2]'", 1);
+  expect_file_error("scenario: s\ndescription: {a: 1}\n" + rest, "'description': expected a text, got a mapping", 2);
+  expect_file_error("scenario: s\nhardware: [a]\nmodel: gemm_ar\ncases:\n  - id: a\n", "'hardware': expected the path of a hardware file", 2);
+  expect_file_error("scenario: s\nmodel: [gemm_ar]\nhardware: x.yaml\ncases:\n  - id: a\n", "'model': expected a model name (text)", 2);
+  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware:\ncases:\n  - id: a\n", "'hardware': is empty", 3);
+  expect_file_error("scenario:\n" + rest, "'scenario': is empty", 1);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: [a, b]}\n", "'cases[a].measured.source': expected the table", 6);
+  expect_file_error(head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n", "'kernel_durations.known_misses': expected a list", 4);
+  expect_file_error(head + "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/x, reason: true}\ncases:\n  - id: a\n",
+                    "'kernel_durations.known_misses[0].reason': expected the reason", 6);
+  // Any other conversion error still names the file and line.
+  expect_file_error(head + "cases:\n  - id: a\n    params: {[m]: 1}\n", "bad.yaml:6: unexpected value", 6);
+  // A second YAML document is refused, not ignored.
+  expect_file_error(head + "cases:\n  - id: a\n---\nscenario: t\n", "a second YAML document starts here", 6);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
