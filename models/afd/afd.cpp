@@ -96,6 +96,16 @@ void run_nvlink(Ctx& x) {
   auto& sim = x.sim;
   auto& net = x.net;
 
+  // Combine stores of one FFN GPU: what its combine SMs issue in series with a device-wide peak,
+  // 1/rate = 1/combine_store_peak + 1/(combine SMs x combine_store_per_sm). The measured combines keep
+  // gaining past the SM count where a flat cap would stop them: the 2A:2F exchange at T=2048 goes
+  // 180.8 / 176.9 / 172.1 / 164.6 us at 24 / 32 / 48 / 64 transport SMs, and the 3A:1F FFN-only
+  // screen at T=2048 runs its 25 MB of reduced rows at ~200 GB/s with 48 combine SMs and ~260 GB/s
+  // with 64-132 (seed 004). A flat 198.5 GB/s cap (the previous model) predicted both flat (183 us;
+  // 288 us, +12.05% at 132 SMs). combine_store_per_sm = 0 restores the flat cap.
+  const double per_sm = x.P("afd.combine_store_per_sm");
+  const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.P("afd.combine_store_peak") + 1.0 / (combine_sms_ffn * per_sm))
+                                      : x.P("afd.combine_store_peak");
   std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N), cstore(N);
   for (int g = 0; g < N; ++g) {
     eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
@@ -103,7 +113,7 @@ void run_nvlink(Ctx& x) {
     hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
                               x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
     gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.P("afd.combine_gather_peak"));
-    cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), x.P("afd.combine_store_peak"));
+    cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), store_cap);
   }
   auto dev_attn = [&](int a) { return F + a; };
 

@@ -5,8 +5,9 @@
 // Kept apart from the model; the calibration module will own fitting later.
 //
 // usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--hinge H] [--median-cap M]
-//                        [--keys k1,k2 | --keys none] [--report] SCENARIO...
+//                        [--kernel-hinge H] [--keys k1,k2 | --keys none] [--report] SCENARIO...
 // --hinge H: weight of the squared excess of a measured point's |log error| over 10% (default 4);
+// --kernel-hinge H: the same for a per-kernel duration's |log error| over 13% (default 0, off);
 // --median-cap M: add 100 x (median - M)^2 x points for a scenario whose median |error| exceeds M (e.g.
 // 0.045; default off).
 #include <algorithm>
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   double kw = 0.3;
   bool report = false;
   double hinge = 4.0;       // weight of the squared excess of a point's |log error| over 10%
+  double kernel_hinge = 0;  // weight of the squared excess of a kernel duration's |log error| over 13%
   double median_cap = 0.0;  // per-scenario median |error| above which a penalty applies (0 = off)
   std::vector<std::string> keys_only, scen;
   for (int i = 3; i < argc; ++i) {
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     else if (a == "--iters") iters = std::stoi(argv[++i]);
     else if (a == "--kernel-weight") kw = std::stod(argv[++i]);
     else if (a == "--hinge") hinge = std::stod(argv[++i]);
+    else if (a == "--kernel-hinge") kernel_hinge = std::stod(argv[++i]);
     else if (a == "--median-cap") median_cap = std::stod(argv[++i]);
     else if (a == "--keys") {
       std::stringstream ss(argv[++i]);
@@ -107,7 +110,7 @@ int main(int argc, char** argv) {
       }
       for (const auto& p : rep.kernel_points) {
         const double e = std::log(std::max(p.predicted, 0.05) / p.measured);
-        f += kw * e * e;
+        f += kw * e * e + (std::fabs(e) > 0.13 ? kernel_hinge * (std::fabs(e) - 0.13) * (std::fabs(e) - 0.13) : 0.0);
       }
     }
     for (size_t i = 0; i < n; ++i) if (x[i] < lo[i] || x[i] > hi[i]) f += 1e3;

@@ -70,10 +70,14 @@ std::vector<ParamDecl> afd_param_decls() {
         "time one combine warp holds a token: gather its expert rows, reduce, store to the peer "
         "(Little's law: per-destination rate = SMs x warps per destination x token bytes / this)"),
       B("afd.combine_store_peak", 10, 2000,
-        "reduced-row store rate of one FFN GPU's combine to all peers together"),
+        "reduced-row store rate of one FFN GPU's combine to all peers together, with unlimited combine "
+        "SMs (see combine_store_per_sm)"),
       T("afd.combine_per_dest", 0, 20,
         "FFN combine: serial cost per Attention rank it returns rows to (per-destination finish "
         "flags and tail publication, issued one destination after another)"),
+      B("afd.combine_store_per_sm", 0, 1000,
+        "reduced-row store rate one FFN combine SM issues; in series with combine_store_peak: "
+        "1/rate = 1/peak + 1/(combine SMs x this) (0: the peak alone)"),
       T("afd.reduce_fixed", 0, 50, "combine_reduce_epilogue fixed cost"),
       T("afd.reduce_per_source", 0, 20, "combine_reduce_epilogue cost per FFN rank whose partial is read"),
       B("afd.reduce_bandwidth", 100, 20000,
