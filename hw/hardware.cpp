@@ -2,6 +2,7 @@
 
 #include "hw/io.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 namespace fusesim::hw {
@@ -243,8 +245,15 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected a mapping {gpus: N, kind: ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
         const std::string k = t->first.as<std::string>();
-        if (k == "kind") hw.topology_kind_ = scalar(t->second, path, "topology.kind");
-        else {
+        if (k == "kind") {
+          // The kinds the models know: full_mesh (every GPU linked to every other), pair (two GPUs),
+          // pods (NVLink pods joined by InfiniBand NICs: the AFD model's NIC path).
+          static const std::vector<std::string> kinds{"full_mesh", "pair", "pods"};
+          hw.topology_kind_ = scalar(t->second, path, "topology.kind");
+          if (std::find(kinds.begin(), kinds.end(), hw.topology_kind_) == kinds.end())
+            throw FileError(path, line_of(t->second), "topology.kind",
+                            fmt::format("unknown topology kind '{}' (expected one of: {})", hw.topology_kind_, fmt::join(kinds, ", ")));
+        } else {
           try {
             hw.topology_ints_[k] = t->second.as<int>();
           } catch (const YAML::Exception&) {
@@ -252,6 +261,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
           }
         }
       }
+      if (hw.topology_kind_.empty()) throw FileError(path, line_of(node), "topology.kind", "missing (expected one of: full_mesh, pair, pods)");
       if (!hw.topology_ints_.count("gpus")) throw FileError(path, line_of(node), "topology.gpus", "missing");
       hw.gpus_ = hw.topology_ints_["gpus"];
       if (hw.gpus_ < 1) throw FileError(path, line_of(node), "topology.gpus", "must be >= 1");

@@ -125,6 +125,7 @@ std::string format_quantity(Quantity q, double si);
  *   name: mi355x-8gpu
  *   description: "..."
  *   topology: {gpus: 8, kind: full_mesh}        # or {gpus: 2, kind: pair}, {kind: pods, ...}
+ *                                               # (kind: full_mesh, pair or pods; anything else is an error)
  *   <section>:
  *     <name>: {value: "76.8GBps", kind: spec, source: "where from"}
  *   ...

@@ -63,6 +63,19 @@ TEST(ScenarioHardware, ASecondYamlDocumentIsAnError) {
   EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", hw + "---\n")));  // an empty document ignores nothing
 }
 
+TEST(ScenarioHardware, TopologyKindMustBeOneTheModelsKnow) {
+  const std::string hw = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
+  const std::string mesh = "topology: {kind: full_mesh, gpus: 8}";
+  ASSERT_NE(hw.find(mesh), std::string::npos);
+  const int line = 1 + int(std::count(hw.begin(), hw.begin() + hw.find(mesh), '\n'));
+  auto with = [&](const std::string& topo) { return std::string(hw).replace(hw.find(mesh), mesh.size(), topo); };
+  expect_hw_error(with("topology: {kind: torus, gpus: 8}"),
+                  "'topology.kind': unknown topology kind 'torus' (expected one of: full_mesh, pair, pods)", line);
+  expect_hw_error(with("topology: {gpus: 8}"), "'topology.kind': missing (expected one of: full_mesh, pair, pods)", line);
+  for (const std::string kind : {"full_mesh", "pair", "pods"})
+    EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", with("topology: {kind: " + kind + ", gpus: 8}")))) << kind;
+}
+
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
