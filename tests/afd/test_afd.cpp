@@ -233,19 +233,27 @@ TEST(AfdModel, CopyEpilogueLaunchedByTheEarlierOfCountAndExitTriggers) {
 TEST(AfdModel, CombineWarpsAreSplitOverAllRanksOfTheDomain) {
   // Warps per destination = warps per SM / ranks, whatever the role: an FFN rank returning to one
   // Attention rank (1A:3F) is no faster per destination than one returning to two (2A:2F), so at
-  // T=2048 both FFN combines take about as long although 2A:2F's FFN returns twice the tokens.
-  auto ffn_combine = [](int A, int F) {
+  // T=2048 both FFN combines take about as long although 2A:2F's FFN returns twice the tokens
+  // (measured 86 vs 82 us). Checked with the device store limit lifted, which isolates the warps:
+  // with the file's store limit the model puts 2A:2F at 1.29x 1A:3F, a known kernel-duration miss
+  // listed in scenarios/h200x4-afd-timelines.yaml.
+  hw::Hardware unlimited = h200();
+  unlimited.set_si("afd.combine_store_peak", 1e13);
+  unlimited.set_si("afd.combine_store_per_sm", 0);
+  auto ffn_combine = [](const hw::Hardware& hw, int A, int F) {
     AfdCase c;
     c.attention_ranks = A;
     c.ffn_ranks = F;
     c.experts = F == 3 ? 96 : 128;
     c.tokens = 2048;
-    const AfdResult r = simulate_afd(h200(), c, nullptr);
+    const AfdResult r = simulate_afd(hw, c, nullptr);
     const auto* k = find_kernel(r, 0, "combine_impl");
     return k ? k->end_us - k->start_us : -1.0;
   };
-  const double c13 = ffn_combine(1, 3), c22 = ffn_combine(2, 2);
+  const double c13 = ffn_combine(unlimited, 1, 3), c22 = ffn_combine(unlimited, 2, 2);
   ASSERT_GT(c13, 0);
+  // Were the warps of an SM all free for any destination, 2A:2F's twice the tokens would take about
+  // twice as long; the split is what keeps the ratio near one.
   EXPECT_NEAR(c22 / c13, 1.0, 0.25);
 }
 
@@ -311,13 +319,14 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
   const auto rep = evaluate(kRoot + "/scenarios/h200x4-afd-timelines.yaml");
   ASSERT_FALSE(rep.kernel_points.empty());
   // Issue 6 asks every per-kernel duration within 15% at T >= 128. The model does not meet that yet
-  // (13 of 252 durations miss: 42 before the reduce-epilogue rate, 20 before the FFN copy epilogue's
-  // two launch triggers and the idle epilogue's early launch): this test holds each kernel's MEDIAN
-  // to 15% and the number of misses to what it is now, printing every miss, so any regression
-  // fails. Still missing: the FFN combine at T=128-512 (6: 2A:2F 16-24% short, 1A:3F T=128 on one
-  // afd and one masked rank 17% long; the 2A:2F per-token excess that vanishes by T=2048 is not
-  // modelled), the masked Attention-rank idle copy epilogue (6: its launch lead, 0.09-1.28 us, has
-  // no dependence on T or split the model has) and the 1A:3F masked reduce epilogue at T=128 (1).
+  // (10 of 252 durations miss: 42 before the reduce-epilogue rate, 20 before the FFN copy epilogue's
+  // two launch triggers and the idle epilogue's early launch, 13 before the combine's per-SM store
+  // term and the refit of 2026-11-30): this test holds each kernel's MEDIAN to 15% and the number of
+  // misses to what it is now, printing every miss, so any regression fails. Still missing: the FFN
+  // combine (4: 2A:2F at T=128 17.6% short and at T=2048 15-17% long on both FFN ranks, 1A:3F at
+  // T=128 on one rank 16.8% long; the 2A:2F per-token excess at T=128-512 is not modelled) and the
+  // masked Attention-rank idle copy epilogue (6: its launch lead, 0.09-1.28 us, has no dependence
+  // on T or split the model has).
   // Timeline evidence against an "FFN combine waits for every Attention destination" handshake:
   // in 2A:2F the Attention ranks enter combine_impl 2.6 / 7.1 / 27.6 us before the FFN ranks (T =
   // 128 / 512 / 2048), more than in 1A:3F (1.8 / 3.0 / 9.4 us), which has no such excess; both FFN
@@ -342,7 +351,7 @@ TEST(AfdScenarioKernels, TimelineKernelDurationsWithin15PctAtLargeT) {
     std::sort(errs.begin(), errs.end());
     EXPECT_LE(errs[errs.size() / 2], 15.0) << kernel;
   }
-  EXPECT_LE(bad, 13) << "more per-kernel durations outside 15% than when the issue note was written";
+  EXPECT_LE(bad, 10) << "more per-kernel durations outside 15% than when the issue note was written";
 }
 
 TEST(AfdScenarioPredictions, PredictionOnlyScenariosRun) {
