@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "models/afd/params.hpp"
 #include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
@@ -367,6 +368,29 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     std::string known;
     for (const auto& [k, v] : case_runners()) known += (known.empty() ? "" : ", ") + k;
     throw FileError(sc.path, 1, "model", fmt::format("unknown model '{}' (expected one of: {})", sc.model, known));
+  }
+  // The hardware must set every parameter the model requires: found here, before any case runs,
+  // rather than mid-simulation.
+  {
+    std::vector<hw::ParamDecl> decls;
+    if (sc.model == "gemm_ar" || sc.model == "ttft") decls = gemm_ar_param_decls();  // ttft runs gemm_ar layers
+    else if (sc.model == "gemm_ar_live" || sc.model == "h200_probe") decls = gemm_ar_live_param_decls();
+    else if (sc.model == "afd") decls = afd::afd_param_decls();
+    std::vector<std::string> missing;
+    for (const auto& d : decls)
+      if (d.required && !hw.has(d.key)) missing.push_back(d.key);
+    if (!missing.empty()) {
+      constexpr size_t kShown = 10;
+      std::string list = fmt::format("{}", fmt::join(missing.begin(), missing.begin() + std::min(missing.size(), kShown), ", "));
+      const std::string file = hw.path().empty() ? hw.name() : hw.path();
+      std::string more;
+      if (missing.size() > kShown) {
+        list += fmt::format(" and {} more", missing.size() - kShown);
+        more = fmt::format("; `fusesim params {}` lists them all", file);
+      }
+      throw FileError(sc.path, sc.hardware_line, "hardware",
+                      fmt::format("{} lacks {} (required by the {} model{}; is this the right hardware file?)", file, list, sc.model, more));
+    }
   }
   nlohmann::json cases = nlohmann::json::array();
   std::vector<double> errs;

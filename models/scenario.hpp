@@ -107,7 +107,9 @@ std::map<std::string, CaseRunner>& case_runners();
  *  "summary":{"compared","median_abs_error_pct","max_abs_error_pct","outside_tolerance","known_misses",
  *  "unexpected_passes","runtime_ms"}}. Known misses count in the error statistics but not in
  *  outside_tolerance; a known miss within tolerance counts in unexpected_passes.
- * Errors: hw::FileError for a bad case (file, line, key), std::runtime_error for an unknown model.
+ * Errors: hw::FileError for a bad case (file, line, key) and for hardware that lacks a parameter the
+ * model's declarations mark required (naming the scenario's `hardware:` line, the hardware file and
+ * the missing keys), std::runtime_error for an unknown model.
  */
 nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const RunOptions& opt = {});
 

@@ -76,6 +76,29 @@ TEST(ScenarioHardware, TopologyKindMustBeOneTheModelsKnow) {
     EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", with("topology: {kind: " + kind + ", gpus: 8}")))) << kind;
 }
 
+TEST(ScenarioHardware, AParameterTheModelRequiresIsCheckedBeforeAnyCaseRuns) {
+  // mi355x-8gpu.yaml without gemm.remote_store_rate: the gemm_ar model needs it (found mid-simulation
+  // before, as a SystemC dump).
+  std::string hw = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
+  const size_t at = hw.find("  remote_store_rate:");
+  ASSERT_NE(at, std::string::npos);
+  hw.erase(at, hw.find('\n', at) + 1 - at);
+  const std::string hwp = write_tmp("no-store-rate.yaml", hw);
+  const std::string p = write_tmp("needs-store-rate.yaml", "scenario: s\nmodel: gemm_ar\nhardware: " + hwp +
+                                                                "\ncases:\n  - id: a\n    params: {mode: gemm-only, m: 4096}\n");
+  const auto sc = models::Scenario::load(p);
+  const auto h = models::load_scenario_hardware(sc);
+  try {
+    models::run_scenario(sc, h);
+    ADD_FAILURE() << "ran gemm_ar on hardware without gemm.remote_store_rate";
+  } catch (const hw::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find(p + ":3: 'hardware': " + hwp +
+                                         " lacks gemm.remote_store_rate (required by the gemm_ar model; is this the right hardware file?)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
