@@ -6,9 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/hardware.hpp"
 
@@ -94,35 +100,154 @@ std::string first_quoted_key(const std::string& message, const std::function<boo
   return "";
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) { write_files_atomic({{path, text}}); }
+namespace {
+namespace fs = std::filesystem;
 
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+/// How messages name an output: "--out 'F'" (or "'F'" when no option named it).
+std::string output_name(const OutputFile& f) {
+  return f.option.empty() ? fmt::format("'{}'", f.path) : fmt::format("{} '{}'", f.option, f.path);
+}
+
+/// The file a path names, for comparing destinations: absolute, symbolic links of the part that
+/// exists resolved, '.' and '..' removed, so `F`, `./F`, `dir/../F` give the same path.
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  if (ec) a = fs::path(p);
+  const fs::path c = fs::weakly_canonical(a, ec);
+  return ec ? a.lexically_normal() : c;
+}
+
+/// Where an output is written: its path, or, for a symbolic link, the file the link points to
+/// (writing through the link, as an editor does, rather than replacing the link).
+fs::path destination(const std::string& p) {
+  std::error_code ec;
+  return fs::is_symlink(p, ec) ? resolved(p) : fs::path(p);
+}
+
+/// A new file with a unique name `base.XXXXXX` in base's folder; returns its descriptor (-1 on failure).
+int make_temp(const fs::path& base, std::string& name) {
+  std::string pattern = base.string() + ".XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  const int fd = ::mkstemp(buf.data());
+  name = fd >= 0 ? std::string(buf.data()) : std::string();
+  return fd;
+}
+
+}  // namespace
+
+void check_output_files(const std::vector<OutputFile>& files) {
   for (size_t i = 0; i < files.size(); ++i)
     for (size_t j = i + 1; j < files.size(); ++j) {
-      std::error_code ec1, ec2;
-      const auto a = std::filesystem::weakly_canonical(files[i].first, ec1), b = std::filesystem::weakly_canonical(files[j].first, ec2);
-      if (files[i].first == files[j].first || (!ec1 && !ec2 && a == b))
-        throw std::invalid_argument(fmt::format("two outputs name the same file '{}'", files[i].first));
+      std::error_code ec;
+      if (files[i].path == files[j].path || resolved(files[i].path) == resolved(files[j].path) ||
+          fs::equivalent(files[i].path, files[j].path, ec)) {
+        const std::string what = files[i].path == files[j].path ? fmt::format("'{}'", files[i].path)
+                                                                  : fmt::format("'{}' and '{}'", files[i].path, files[j].path);
+        throw std::invalid_argument(
+            files[i].option.empty() || files[j].option.empty()
+                ? fmt::format("two outputs name the same file {}: give each output its own file", what)
+                : fmt::format("{} and {} name the same file {}: give each its own file", files[i].option, files[j].option, what));
+      }
     }
+  for (const auto& f : files) {
+    if (f.path.empty()) throw std::runtime_error(fmt::format("{}: expected a file name, got an empty one", output_name(f)));
+    const fs::path dest = destination(f.path);
+    std::error_code ec;
+    const auto st = fs::status(dest, ec);
+    if (fs::is_directory(st))
+      throw std::runtime_error(fmt::format("cannot write {}: is a directory, expected a file name", output_name(f)));
+    if (fs::exists(st) && !fs::is_regular_file(st))
+      throw std::runtime_error(fmt::format("cannot write {}: not a regular file (a device, pipe or socket), expected a file name", output_name(f)));
+    const fs::path parent = dest.parent_path().empty() ? fs::path(".") : dest.parent_path();
+    const auto pst = fs::status(parent, ec);
+    if (!fs::exists(pst))
+      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' does not exist", output_name(f), parent.string()));
+    if (!fs::is_directory(pst))
+      throw std::runtime_error(fmt::format("cannot write {}: '{}' is not a folder", output_name(f), parent.string()));
+    if (::access(parent.c_str(), W_OK | X_OK) != 0)
+      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' is not writable: {}", output_name(f), parent.string(), std::strerror(errno)));
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) { write_outputs_atomic({{path, text, ""}}); }
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<OutputFile> out;
+  for (const auto& [path, text] : files) out.push_back({path, text, ""});
+  write_outputs_atomic(out);
+}
+
+void write_outputs_atomic(const std::vector<OutputFile>& files) {
+  check_output_files(files);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  std::vector<fs::path> dests;
   std::vector<std::string> tmps;
-  auto drop = [&] {
-    for (const auto& t : tmps) std::remove(t.c_str());
+  auto drop = [&](const std::vector<std::string>& names) {
+    for (const auto& t : names)
+      if (!t.empty()) ::unlink(t.c_str());
   };
-  for (const auto& [path, text] : files) {
-    tmps.push_back(path + ".tmp");
-    std::ofstream f(tmps.back());
-    if (!f || !(f << text) || !f.flush()) {
-      const std::string why = std::strerror(errno);
-      drop();
-      throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
+  // 1. Every text into its own temporary file beside its destination.
+  for (const auto& f : files) {
+    dests.push_back(destination(f.path));
+    std::string tmp;
+    const int fd = make_temp(dests.back(), tmp);
+    bool ok = fd >= 0;
+    int err = errno;
+    if (ok) {
+      tmps.push_back(tmp);
+      struct stat st {};
+      const mode_t mode = ::stat(dests.back().c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
+      for (size_t done = 0; ok && done < f.text.size();) {
+        const ssize_t n = ::write(fd, f.text.data() + done, f.text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { ok = false; err = errno; }
+        else done += size_t(n);
+      }
+      if (ok && ::fchmod(fd, mode) != 0) { ok = false; err = errno; }
+      if (::close(fd) != 0 && ok) { ok = false; err = errno; }
+    }
+    if (!ok) {
+      drop(tmps);
+      throw std::runtime_error(fmt::format("cannot write {}: {}", output_name(f), std::strerror(err)));
     }
   }
-  for (size_t i = 0; i < files.size(); ++i)
-    if (std::rename(tmps[i].c_str(), files[i].first.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      drop();
-      throw std::runtime_error(fmt::format("cannot move output into '{}': {}", files[i].first, why));
+  // 2. Keep a hard link to each file about to be replaced, so a failed rename can put it back.
+  std::vector<std::string> backups(files.size());
+  std::vector<bool> existed(files.size(), false);
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    existed[i] = fs::exists(dests[i], ec);
+    if (!existed[i]) continue;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      std::string name;
+      const int fd = make_temp(dests[i], name);
+      if (fd < 0) break;
+      ::close(fd);
+      ::unlink(name.c_str());
+      if (::link(dests[i].c_str(), name.c_str()) == 0) { backups[i] = name; break; }
+      if (errno != EEXIST) break;
     }
+  }
+  // 3. Rename into place; on a failure, undo the renames already done.
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (::rename(tmps[i].c_str(), dests[i].c_str()) == 0) continue;
+    const std::string why = std::strerror(errno);
+    std::vector<std::string> kept;  // replaced files that could not be put back
+    for (size_t j = 0; j < i; ++j) {
+      if (!backups[j].empty() && ::rename(backups[j].c_str(), dests[j].c_str()) == 0) continue;
+      if (!existed[j]) ::unlink(dests[j].c_str());
+      else kept.push_back(files[j].path);
+    }
+    drop(std::vector<std::string>(tmps.begin() + long(i), tmps.end()));
+    drop(std::vector<std::string>(backups.begin() + long(i), backups.end()));
+    throw std::runtime_error(fmt::format("cannot move output into {}: {} ({})", output_name(files[i]), why,
+                                         kept.empty() ? "no output was written"
+                                                      : fmt::format("'{}' could not be put back", fmt::join(kept, "', '"))));
+  }
+  drop(backups);
 }
 
 }  // namespace fusesim::hw

@@ -28,14 +28,33 @@ YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params);
 /// an error names the parameter it is about, so a loader can point at that key's line.
 std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key);
 
+/// One output of a command: where it goes, what it holds, and the option that named it ("--out";
+/// may be empty), which error messages quote.
+struct OutputFile {
+  std::string path, text, option;
+};
+
+/// Check, without writing anything, that every output can be written: each path names a file (not
+/// a directory) in an existing, writable folder, and no two outputs are the same file (`F`, `./F`,
+/// `dir/../F` and a symbolic link to F are one file). Commands call it before long work so a bad
+/// destination is refused at once. Errors: std::invalid_argument when two outputs name the same
+/// file; std::runtime_error naming the option, the path and what was expected.
+void check_output_files(const std::vector<OutputFile>& files);
+
 /// Write `text` to `path` through a temporary file renamed into place, so a failure leaves
-/// neither a half-written file nor the temporary. Errors: std::runtime_error naming the path.
+/// neither a half-written file nor the temporary. Errors: as write_files_atomic.
 void write_file_atomic(const std::string& path, const std::string& text);
 
-/// Write several outputs all-or-nothing: every text goes to its temporary file first; only when all
-/// are written are they renamed into place, so a failure leaves every existing file untouched.
+/// Write several outputs all-or-nothing. Every destination is checked first (check_output_files);
+/// every text then goes to its own uniquely named temporary file beside its destination (F.XXXXXX,
+/// never a fixed name that could be a user's file); only when all are written are they renamed into
+/// place. A rename that still fails puts back what the earlier renames replaced, so a failure leaves
+/// every existing file as it was and no temporary behind. A replaced file keeps its permissions; a
+/// new one gets the usual ones (0666 less the umask).
 /// Errors: std::invalid_argument when two outputs name the same file; std::runtime_error naming
-/// the path and the system's reason.
+/// the option, the path and the reason.
+void write_outputs_atomic(const std::vector<OutputFile>& files);
+/// write_outputs_atomic of (path, text) pairs named by no option.
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace fusesim::hw

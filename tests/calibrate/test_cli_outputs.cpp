@@ -1,0 +1,142 @@
+// Outputs of the command line (fusesim run --out/--trace, calibrate fit --out/--report) and the
+// argument checks of calibrate fit and trace analyze, from a new-user trial: every error is one line
+// `fusesim: error: ...` naming the file or option, exit status 1, and nothing half-written.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "hw/io.hpp"
+#include "models/params.hpp"
+#include "test_util.hpp"
+
+namespace fusesim::calibrate {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_shell;
+using test::slurp;
+using test::spit;
+using test::src;
+using test::temp_dir;
+
+const std::string kBin = FUSESIM_BIN;
+const std::string kScenario = src("scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
+
+/// The names in a folder.
+std::set<std::string> listing(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+/// Run a command line in `dir`; returns the exit status, fills `out` with stdout+stderr.
+int run_in(const std::string& dir, const std::string& line, std::string* out) {
+  return run_shell("cd '" + dir + "' && " + line, out);
+}
+
+/// The one error line of a failed command: exactly one line starting "fusesim: error: ".
+void expect_one_error_line(const std::string& out, const std::string& part) {
+  const auto at = out.find("fusesim: error: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_NE(line.find(part), std::string::npos) << "missing '" << part << "' in: " << line;
+  EXPECT_EQ(out.find("fusesim: error: ", at + 1), std::string::npos) << out;
+}
+
+// ---- hw::write_files_atomic -------------------------------------------------------------------
+
+TEST(CliOutputs, SameFileUnderAnyRelativeSpellingIsRefused) {
+  const std::string d = temp_dir("samefile");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(d);
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
+           {"./o3.txt", "o3.txt"}, {"o3.txt", "nosuchdir/../o3.txt"}, {"o3.txt", d + "/o3.txt"}, {"o3.txt", d + "/./o3.txt"}}) {
+    EXPECT_THROW(hw::write_files_atomic({{a, "1"}, {b, "2"}}), std::invalid_argument) << a << " vs " << b;
+  }
+  // Also a symbolic link to the other output's file.
+  spit("real.txt", "old");
+  fs::create_symlink("real.txt", "link.txt");
+  EXPECT_THROW(hw::write_files_atomic({{"real.txt", "1"}, {"link.txt", "2"}}), std::invalid_argument);
+  fs::current_path(cwd);
+  EXPECT_EQ(listing(d), (std::set<std::string>{"real.txt", "link.txt"}));
+  EXPECT_EQ(slurp(d + "/real.txt"), "old");
+}
+
+TEST(CliOutputs, TemporaryNameNeverClobbersAUserFile) {
+  const std::string d = temp_dir("tmpname");
+  spit(d + "/o.txt.tmp", "mine");
+  hw::write_files_atomic({{d + "/o.txt", "new"}});
+  EXPECT_EQ(slurp(d + "/o.txt.tmp"), "mine");
+  EXPECT_EQ(slurp(d + "/o.txt"), "new");
+  EXPECT_EQ(listing(d), (std::set<std::string>{"o.txt", "o.txt.tmp"}));
+}
+
+TEST(CliOutputs, BadDestinationIsRefusedBeforeAnythingIsWritten) {
+  const std::string d = temp_dir("baddest");
+  fs::create_directory(d + "/adir");
+  spit(d + "/old.json", "old");
+  try {
+    hw::write_outputs_atomic({{d + "/old.json", "new", "--trace"}, {d + "/adir", "x", "--out"}});
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--out '" + d + "/adir': is a directory, expected a file name"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(hw::write_files_atomic({{d + "/old.json", "new"}, {d + "/missing/out.txt", "x"}}), std::runtime_error);
+  EXPECT_THROW(hw::write_files_atomic({{d + "/old.json", "new"}, {"", "x"}}), std::runtime_error);
+  EXPECT_EQ(slurp(d + "/old.json"), "old");
+  EXPECT_EQ(listing(d), (std::set<std::string>{"adir", "old.json"}));
+}
+
+TEST(CliOutputs, ReplacedFileKeepsItsModeAndALinkIsWrittenThrough) {
+  const std::string d = temp_dir("mode");
+  spit(d + "/p.txt", "old");
+  fs::permissions(d + "/p.txt", fs::perms::owner_read | fs::perms::owner_write);
+  hw::write_files_atomic({{d + "/p.txt", "new"}, {d + "/fresh.txt", "x"}});
+  EXPECT_EQ(fs::status(d + "/p.txt").permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(unsigned(fs::status(d + "/fresh.txt").permissions()), unsigned(0666 & ~mask));
+  fs::create_symlink("p.txt", d + "/l.txt");
+  hw::write_files_atomic({{d + "/l.txt", "through"}});
+  EXPECT_TRUE(fs::is_symlink(d + "/l.txt"));
+  EXPECT_EQ(slurp(d + "/p.txt"), "through");
+  EXPECT_EQ(listing(d), (std::set<std::string>{"p.txt", "fresh.txt", "l.txt"}));
+}
+
+// ---- fusesim run --out / --trace --------------------------------------------------------------
+
+TEST(CliOutputs, RunWithAFolderAsOutWritesNoTrace) {
+  const std::string d = temp_dir("run_dir");
+  fs::create_directory(d + "/adir");
+  std::string out;
+  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --trace e2.json --out adir", &out), 1) << out;
+  expect_one_error_line(out, "'adir': is a directory, expected a file name");
+  EXPECT_EQ(listing(d), (std::set<std::string>{"adir"}));
+}
+
+TEST(CliOutputs, RunWithOutInAMissingFolderWritesNoTrace) {
+  const std::string d = temp_dir("run_missing");
+  std::string out;
+  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --trace e2.json --out nodir/o.txt", &out), 1) << out;
+  expect_one_error_line(out, "folder 'nodir' does not exist");
+  EXPECT_TRUE(listing(d).empty());
+}
+
+TEST(CliOutputs, RunOutAndTraceSpelledDifferentlyAreTheSameFile) {
+  const std::string d = temp_dir("run_same");
+  std::string out;
+  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --out ./o3.txt --trace o3.txt", &out), 1) << out;
+  expect_one_error_line(out, "same file");
+  EXPECT_TRUE(listing(d).empty());
+  // Writing both to distinct files works, leaving no temporary behind.
+  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --out o3.txt --trace t.json", &out), 0) << out;
+  EXPECT_EQ(listing(d), (std::set<std::string>{"o3.txt", "t.json"}));
+}
+
+}  // namespace
+}  // namespace fusesim::calibrate
