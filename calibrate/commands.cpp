@@ -111,6 +111,12 @@ void register_calibrate_commands(CLI::App& calibrate) {
   fit->add_option("--date", a->date, "date recorded in the output (default: today, UTC)");
   fit->add_option("--commit", a->commit, "commit recorded in the output (default: git HEAD)");
   fit->callback([a] {
+    // Refuse a bad destination (a folder, a missing folder, --out and --report the same file)
+    // before the fit, and write both all-or-nothing after it.
+    std::vector<hw::OutputFile> outputs;
+    if (!a->out.empty()) outputs.push_back({a->out, "", "--out"});
+    if (!a->report.empty()) outputs.push_back({a->report, "", "--report"});
+    hw::check_output_files(outputs);
     const auto hw = models::load_hardware(a->hw);
     std::vector<calibrate::Record> rejected;
     std::vector<std::string> warnings;
@@ -193,6 +199,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     report["summary"] = {{"median_abs_fit_pct", r.median_abs_fit_pct}, {"max_abs_fit_pct", r.max_abs_fit_pct},
                          {"residual_sigma_pct", r.residual_sigma_pct}, {"median_abs_holdout_pct", r.median_abs_holdout_pct},
                          {"max_abs_holdout_pct", r.max_abs_holdout_pct}};
+    std::vector<hw::OutputFile> files;
     if (!a->out.empty()) {
       std::vector<std::string> sources;
       for (const auto& m : a->measurements) sources.push_back(m + (a->holdout == "none" ? "" : " (holdout " + a->holdout + ")"));
@@ -203,10 +210,11 @@ void register_calibrate_commands(CLI::App& calibrate) {
         std::string l;
         while (std::getline(in, l) && !l.empty() && l[0] == '#') header += l + "\n";
       }
-      hw::write_file_atomic(a->out, header + calibrate::calibrated_yaml(r, sources, date, commit));
-      fmt::print("wrote {}\n", a->out);
+      files.push_back({a->out, header + calibrate::calibrated_yaml(r, sources, date, commit), "--out"});
     }
-    if (!a->report.empty()) hw::write_file_atomic(a->report, report.dump(2) + "\n");
+    if (!a->report.empty()) files.push_back({a->report, report.dump(2) + "\n", "--report"});
+    hw::write_outputs_atomic(files);
+    for (const auto& f : files) fmt::print("wrote {}\n", f.path);
     if (!a->plot.empty()) {
       std::map<std::string, double> by_id;
       for (const auto& p : r.points) by_id[p.id] = p.predicted_us;

@@ -138,5 +138,27 @@ TEST(CliOutputs, RunOutAndTraceSpelledDifferentlyAreTheSameFile) {
   EXPECT_EQ(listing(d), (std::set<std::string>{"o3.txt", "t.json"}));
 }
 
+// ---- fusesim calibrate fit --------------------------------------------------------------------
+
+const std::string kFitBase = kBin + " calibrate fit --hw " + src("hw/h200-2gpu.yaml") + " --measurements " +
+                             src("scenarios/h200x2-probes.yaml") + " --commit test";
+const std::string kFitH200 = kFitBase + " --max-evaluations 1 --date 2026-01-02";
+
+TEST(FitArgs, OutAndReportTheSameFileAreRefused) {
+  const std::string d = temp_dir("fit_same");
+  std::string out;
+  EXPECT_EQ(run_in(d, kFitH200 + " --out X --report X", &out), 1) << out;
+  expect_one_error_line(out, "--out and --report name the same file 'X'");
+  EXPECT_EQ(run_in(d, kFitH200 + " --out ./X --report sub/../X", &out), 1) << out;
+  expect_one_error_line(out, "--out and --report name the same file");
+  EXPECT_EQ(run_in(d, kFitH200 + " --out X --report nodir/r.json", &out), 1) << out;
+  expect_one_error_line(out, "--report 'nodir/r.json': folder 'nodir' does not exist");
+  EXPECT_TRUE(listing(d).empty());
+  EXPECT_EQ(run_in(d, kFitH200 + " --out X --report R", &out), 0) << out;
+  EXPECT_EQ(listing(d), (std::set<std::string>{"X", "R"}));
+  EXPECT_EQ(slurp(d + "/R").substr(0, 1), "{");
+  EXPECT_NE(slurp(d + "/X").find("name: h200-2gpu"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate
