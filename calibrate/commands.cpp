@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +49,56 @@ struct FitArgs {
   std::vector<std::string> measurements;
   double prior_weight = 0.01, phase_weight = 0.5;
 };
+
+/// `yaml` (a hardware file written from `hw`) with each table's relative `file:` rewritten to
+/// resolve from the folder of `out_path`, where the text is going: the relative path from that
+/// folder to the table's file (Hardware::to_yaml writes it relative to the starting file's folder).
+/// An absolute path is kept. Each table is one flow-mapping line, as Hardware::to_yaml writes it.
+std::string rebase_table_files(const std::string& yaml, const hw::Hardware& hw, const std::string& out_path) {
+  namespace fs = std::filesystem;
+  const YAML::Node root = YAML::Load(yaml);
+  const YAML::Node tables = root["tables"];
+  if (!tables || !tables.IsMap()) return yaml;
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(yaml);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  std::error_code ec;
+  fs::path out_dir = fs::weakly_canonical(fs::absolute(out_path), ec).parent_path();
+  if (ec) out_dir = fs::absolute(out_path).lexically_normal().parent_path();
+  bool changed = false;
+  for (auto it = tables.begin(); it != tables.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    const YAML::Node entry = it->second;
+    if (!entry.IsMap() || !entry["file"] || !hw.has_table(name) || fs::path(entry["file"].Scalar()).is_absolute()) continue;
+    const size_t line = size_t(it->first.Mark().line);
+    if (line >= lines.size() || size_t(entry.Mark().line) != line)
+      throw std::runtime_error(fmt::format("calibrate fit: table '{}' of the written hardware file is not on one line", name));
+    fs::path target = fs::weakly_canonical(fs::absolute(hw.table(name).file), ec);
+    if (ec) target = fs::absolute(hw.table(name).file).lexically_normal();
+    fs::path rel = target.lexically_relative(out_dir);
+    if (rel.empty()) rel = target;
+    if (rel.string() == entry["file"].Scalar()) continue;
+    YAML::Emitter e;
+    e << YAML::BeginMap << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (auto f = entry.begin(); f != entry.end(); ++f) {
+      const std::string key = f->first.Scalar();
+      e << YAML::Key << key << YAML::Value;
+      if (key == "file") e << rel.string();
+      else if (f->second.IsScalar() && key == "source") e << YAML::DoubleQuoted << f->second.Scalar();
+      else e << f->second;
+    }
+    e << YAML::EndMap << YAML::EndMap;
+    const size_t indent = lines[line].find_first_not_of(' ');
+    lines[line] = lines[line].substr(0, indent == std::string::npos ? 0 : indent) + e.c_str();
+    changed = true;
+  }
+  if (!changed) return yaml;
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
 
 void print_points(const calibrate::FitResult& r, bool held_out) {
   for (const auto& p : r.points) {
@@ -210,7 +262,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
         std::string l;
         while (std::getline(in, l) && !l.empty() && l[0] == '#') header += l + "\n";
       }
-      files.push_back({a->out, header + calibrate::calibrated_yaml(r, sources, date, commit), "--out"});
+      files.push_back({a->out, header + rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out), "--out"});
     }
     if (!a->report.empty()) files.push_back({a->report, report.dump(2) + "\n", "--report"});
     hw::write_outputs_atomic(files);

@@ -160,5 +160,34 @@ TEST(FitArgs, OutAndReportTheSameFileAreRefused) {
   EXPECT_NE(slurp(d + "/X").find("name: h200-2gpu"), std::string::npos);
 }
 
+TEST(FitArgs, TableFilesResolveFromTheOutputFolder) {
+  const std::string d = temp_dir("fit_tables");
+  std::string out;
+  // Written elsewhere than hw/: the table's path is rewritten from the new folder.
+  fs::create_directories(d + "/x");
+  ASSERT_EQ(run_in(src(""), kFitH200 + " --out " + d + "/x/f2.yaml", &out), 0) << out;
+  const std::string text = slurp(d + "/x/f2.yaml");
+  const fs::path want = fs::weakly_canonical(src("calibrate/data/h200x2/gemm.jsonl")).lexically_relative(fs::weakly_canonical(d + "/x"));
+  EXPECT_NE(text.find("gemm: {file: " + want.string() + ", kind: measured, source: \"probe_gemm"), std::string::npos) << text;
+  const auto hw = models::load_hardware(d + "/x/f2.yaml");
+  EXPECT_FALSE(hw.table("gemm").rows.empty());
+  EXPECT_EQ(fs::weakly_canonical(hw.table("gemm").file), fs::weakly_canonical(src("calibrate/data/h200x2/gemm.jsonl")));
+  // A relative --out from another working folder resolves too.
+  ASSERT_EQ(run_in(d, kFitH200 + " --out f3.yaml", &out), 0) << out;
+  EXPECT_FALSE(models::load_hardware(d + "/f3.yaml").table("gemm").rows.empty());
+  // Written beside the starting file (a copy with its table, in the same layout), the path is as it was.
+  fs::create_directories(d + "/hw");
+  fs::create_directories(d + "/calibrate/data/h200x2");
+  fs::copy_file(src("hw/h200-2gpu.yaml"), d + "/hw/h200-2gpu.yaml");
+  fs::copy_file(src("calibrate/data/h200x2/gemm.jsonl"), d + "/calibrate/data/h200x2/gemm.jsonl");
+  ASSERT_EQ(run_in(d, kBin + " calibrate fit --hw hw/h200-2gpu.yaml --measurements " + src("scenarios/h200x2-probes.yaml") +
+                          " --max-evaluations 1 --out hw/fitted.yaml",
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(slurp(d + "/hw/fitted.yaml").find("gemm: {file: ../calibrate/data/h200x2/gemm.jsonl, kind: measured"), std::string::npos);
+  EXPECT_FALSE(models::load_hardware(d + "/hw/fitted.yaml").table("gemm").rows.empty());
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate
