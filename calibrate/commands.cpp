@@ -3,11 +3,15 @@
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -49,6 +53,60 @@ struct FitArgs {
   std::vector<std::string> measurements;
   double prior_weight = 0.01, phase_weight = 0.5;
 };
+
+/// A whole number written in full ("12"; not "", "12x", "+12", "1e3"); nullopt otherwise.
+std::optional<long> whole_number(const std::string& s) {
+  if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  return std::stol(s);
+}
+
+/// True for a real calendar date written YYYY-MM-DD.
+bool is_iso_date(const std::string& s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-') return false;
+  const auto y = whole_number(s.substr(0, 4)), m = whole_number(s.substr(5, 2)), d = whole_number(s.substr(8, 2));
+  if (!y || !m || !d || *m < 1 || *m > 12 || *d < 1) return false;
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (*y % 4 == 0 && *y % 100 != 0) || *y % 400 == 0;
+  return *d <= days[*m - 1] + (*m == 2 && leap ? 1 : 0);
+}
+
+/// `--holdout kfold=K` or `kfold=K/I`: K (and I, -1 when absent); nullopt for another rule.
+/// Errors: std::invalid_argument naming the option and the valid range.
+std::optional<std::pair<long, long>> parse_kfold(const std::string& rule) {
+  if (rule.rfind("kfold=", 0) != 0) return std::nullopt;
+  const std::string rest = rule.substr(6);
+  const auto slash = rest.find('/');
+  const auto k = whole_number(rest.substr(0, slash));
+  if (!k || *k < 2)
+    throw std::invalid_argument(fmt::format("--holdout {}: K must be a whole number of 2 or more (and at most the number of "
+                                            "measured cases); expected kfold=K or kfold=K/I", rule));
+  if (slash == std::string::npos) return std::make_pair(*k, -1L);
+  const auto i = whole_number(rest.substr(slash + 1));
+  if (!i || *i >= *k)
+    throw std::invalid_argument(fmt::format("--holdout {}: the fold I of kfold=K/I must be a whole number from 0 to {}", rule, *k - 1));
+  return std::make_pair(*k, *i);
+}
+
+/// Refuse bad `calibrate fit` arguments before any work, each error naming the option and what it takes.
+void validate_fit_args(const FitArgs& a) {
+  if (a.max_evaluations < 1)
+    throw std::invalid_argument(fmt::format("--max-evaluations {}: expected a whole number of 1 or more", a.max_evaluations));
+  if (!std::isfinite(a.prior_weight) || a.prior_weight < 0)
+    throw std::invalid_argument(fmt::format("--prior-weight {}: expected a number of 0 or more (0 turns the prior off)", a.prior_weight));
+  if (!std::isfinite(a.phase_weight) || a.phase_weight < 0)
+    throw std::invalid_argument(fmt::format("--phase-weight {}: expected a number of 0 or more (0 ignores the phases)", a.phase_weight));
+  if (!a.date.empty() && !is_iso_date(a.date))
+    throw std::invalid_argument(fmt::format("--date '{}': expected a date written YYYY-MM-DD, e.g. 2026-11-29", a.date));
+  parse_kfold(a.holdout);
+}
+
+/// Measured cases of the points (a case's total and its phases share the id up to '#'), which the
+/// k-fold rule deals out over folds: kfold=K needs K of them at least.
+size_t measured_cases(const std::vector<calibrate::FitPoint>& pts) {
+  std::set<std::string> ids;
+  for (const auto& p : pts) ids.insert(p.id.substr(0, p.id.find('#')));
+  return ids.size();
+}
 
 /// `yaml` (a hardware file written from `hw`) with each table's relative `file:` rewritten to
 /// resolve from the folder of `out_path`, where the text is going: the relative path from that
@@ -163,6 +221,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
   fit->add_option("--date", a->date, "date recorded in the output (default: today, UTC)");
   fit->add_option("--commit", a->commit, "commit recorded in the output (default: git HEAD)");
   fit->callback([a] {
+    validate_fit_args(*a);
     // Refuse a bad destination (a folder, a missing folder, --out and --report the same file)
     // before the fit, and write both all-or-nothing after it.
     std::vector<hw::OutputFile> outputs;
@@ -178,6 +237,9 @@ void register_calibrate_commands(CLI::App& calibrate) {
     for (const auto& r : rejected)
       fmt::print("rejected {}:{} ({}): {}\n", r.file, r.line, r.id, r.reason);
     if (pts.empty()) throw std::runtime_error("no measured point a model can predict in the measurement files");
+    if (const auto kf = parse_kfold(a->holdout); kf && size_t(kf->first) > measured_cases(pts))
+      throw std::invalid_argument(fmt::format("--holdout {}: K must be from 2 to {}, the number of measured cases in the measurement "
+                                              "files (a case's total and phases stay in one fold)", a->holdout, measured_cases(pts)));
     calibrate::FitOptions opt;
     opt.prior_weight = a->prior_weight;
     opt.max_evaluations = a->max_evaluations;
@@ -200,7 +262,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     std::vector<bool> final_mask(pts.size(), false);
     // kfold=K without an index: every fold in turn, then a final fit on all points.
     if (a->holdout.rfind("kfold=", 0) == 0 && a->holdout.find('/') == std::string::npos) {
-      const int k = std::stoi(a->holdout.substr(6));
+      const int k = int(parse_kfold(a->holdout)->first);
       std::vector<double> held;
       nlohmann::json folds = nlohmann::json::array();
       for (int i = 0; i < k; ++i) {
@@ -219,7 +281,11 @@ void register_calibrate_commands(CLI::App& calibrate) {
       report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", med}, {"max_abs_holdout_pct", held.empty() ? 0 : held.back()}};
       final_fit = calibrate::fit(hw, pts, {}, opt);
     } else {
-      final_mask = calibrate::holdout_mask(pts, a->holdout);
+      try {
+        final_mask = calibrate::holdout_mask(pts, a->holdout);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("--holdout: {}", e.what()));
+      }
       auto [tr, te] = split(final_mask);
       final_fit = calibrate::fit(hw, tr, te, opt);
     }

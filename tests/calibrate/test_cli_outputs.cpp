@@ -189,5 +189,38 @@ TEST(FitArgs, TableFilesResolveFromTheOutputFolder) {
   EXPECT_FALSE(models::load_hardware(d + "/hw/fitted.yaml").table("gemm").rows.empty());
 }
 
+TEST(FitArgs, BadNumbersAndDatesAreRefusedNamingTheOption) {
+  const std::string d = temp_dir("fit_args");
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"--holdout kfold=0", "--holdout kfold=0: K must be a whole number of 2 or more"},
+      {"--holdout kfold=1", "--holdout kfold=1: K must be a whole number of 2 or more"},
+      {"--holdout kfold=x", "--holdout kfold=x: K must be a whole number"},
+      {"--holdout kfold=1000", "--holdout kfold=1000: K must be from 2 to "},
+      {"--holdout kfold=1000/3", "--holdout kfold=1000/3: K must be from 2 to "},
+      {"--holdout kfold=5/5", "--holdout kfold=5/5: the fold I of kfold=K/I must be a whole number from 0 to 4"},
+      {"--holdout kfold=5/-1", "from 0 to 4"},
+      {"--holdout m=12345678", "--holdout: holdout rule 'm=12345678' selects no point"},
+      {"--max-evaluations 0", "--max-evaluations 0: expected a whole number of 1 or more"},
+      {"--max-evaluations=-5", "--max-evaluations -5: expected a whole number of 1 or more"},
+      {"--prior-weight=-1", "--prior-weight -1: expected a number of 0 or more"},
+      {"--phase-weight=-0.5", "--phase-weight -0.5: expected a number of 0 or more"},
+      {"--date notadate", "--date 'notadate': expected a date written YYYY-MM-DD"},
+      {"--date 2026-13-01", "--date '2026-13-01'"},
+      {"--date 2026-02-30", "--date '2026-02-30'"},
+  };
+  for (const auto& [args, msg] : bad) {
+    std::string out;
+    const std::string rest = args.find("--max-evaluations") == 0 ? " --date 2026-01-02" : args.find("--date") == 0 ? " --max-evaluations 1" : "";
+    EXPECT_EQ(run_in(d, kFitBase + " " + args + rest + " --out f.yaml --report r.json", &out), 1) << args << "\n" << out;
+    expect_one_error_line(out, msg);
+    EXPECT_EQ(out.find("fold 0/"), std::string::npos) << args << ": a fold ran\n" << out;
+  }
+  EXPECT_TRUE(listing(d).empty());
+  // The edges of the valid ranges pass.
+  std::string out;
+  EXPECT_EQ(run_in(d, kFitBase + " --max-evaluations 1 --holdout kfold=2/1 --prior-weight 0 --phase-weight 0 --date 2028-02-29", &out), 0)
+      << out;
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate
