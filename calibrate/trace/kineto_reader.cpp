@@ -206,6 +206,7 @@ class KinetoSax {
         if (key_ == Key::device || key_ == Key::stream || key_ == Key::correlation)
           wrong_type("a number", "a string");
         break;
+      case Where::events: not_an_event("a string"); break;
       case Where::types: ev_.types.push_back(out_.strings.intern(v)); break;
       case Where::dims: ev_.add_input(-1); break;
       case Where::dims_elem: ev_.inputs.back().rank = -1; break;
@@ -269,7 +270,7 @@ class KinetoSax {
         stack_.push_back(Where::dims_nested);
         return true;
       case Where::events:
-        fail("an entry of \"traceEvents\" is an array, expected an event object");
+        not_an_event("an array");
         break;
       default: break;
     }
@@ -362,6 +363,11 @@ class KinetoSax {
   [[noreturn]] void fail(const std::string& msg) {
     throw TraceError(out_.path, static_cast<int64_t>(src_.offset()), msg);
   }
+  /// An entry of the event array that is not an object: not a Kineto / Chrome trace.
+  [[noreturn]] void not_an_event(const char* got) {
+    fail(fmt::format("entry {} of {} is {}, expected an event object: not a Kineto / Chrome trace", out_.events,
+                     root_is_array_ ? "the top-level array" : "\"traceEvents\"", got));
+  }
   [[noreturn]] void wrong_type(const char* want, const char* got) {
     fail(fmt::format("key \"{}\" of {} event \"{}\" must be {}, found {}", key_text(key_), ev_.cat,
                      ev_.name, want, got));
@@ -436,6 +442,7 @@ class KinetoSax {
   bool scalar_other() {
     if (skip_ || stack_.empty()) return true;
     Where w = stack_.back();
+    if (w == Where::events) not_an_event("null or a boolean");
     if (w == Where::dims) ev_.add_input(-1);
     else if (w == Where::dims_elem) ev_.inputs.back().rank = -1;
     else if (w == Where::event && (key_ == Key::ts || key_ == Key::dur))
@@ -447,6 +454,7 @@ class KinetoSax {
     if (skip_) return true;
     if (stack_.empty()) fail("the trace must be a JSON object or array, found a number");
     switch (stack_.back()) {
+      case Where::events: not_an_event("a number"); break;
       case Where::event:
         switch (key_) {
           case Key::ts: ev_.ts = d; ev_.has_ts = true; break;
@@ -666,6 +674,8 @@ TraceFile read_trace_file(const std::string& path) {
   bool ok = json::sax_parse(first, last, &sax);
   if (!ok) throw TraceError(path, static_cast<int64_t>(src.offset()), "JSON parse stopped");
   if (!sax.saw_events()) throw TraceError(path, -1, "no \"traceEvents\" array: not a Kineto trace");
+  if (out.events == 0)
+    throw TraceError(path, -1, "the trace holds no events (an empty event array): expected a Kineto / Chrome trace with events");
   sax.finish();
   out.gzip = src.gzip();
   out.bytes = src.offset();

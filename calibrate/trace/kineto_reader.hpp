@@ -134,7 +134,9 @@ struct TraceFile {
  * correlation ids and then dropped. Everything else is counted in TraceFile::skipped.
  *
  * Errors: TraceError naming the file and byte offset for unreadable, malformed, truncated or
- * corrupt-gzip input, and for a kept event lacking "ts"/"dur" or with a key of the wrong type.
+ * corrupt-gzip input, for a kept event lacking "ts"/"dur" or with a key of the wrong type, and for
+ * an event array holding something other than objects ([1, 2, 3]: not a trace); TraceError naming
+ * the file for one without a "traceEvents" array or whose event array is empty.
  */
 TraceFile read_trace_file(const std::string& path);
 

@@ -222,5 +222,20 @@ TEST(FitArgs, BadNumbersAndDatesAreRefusedNamingTheOption) {
       << out;
 }
 
+// ---- fusesim trace analyze --------------------------------------------------------------------
+
+TEST(CliTrace, AnalyzeRefusesAFileThatIsNotATraceOrHasNoEvents) {
+  std::string out;
+  if (run_shell(kBin + " trace --help", &out) != 0) GTEST_SKIP() << "fusesim built without the trace module";
+  const std::string d = temp_dir("trace_empty");
+  spit(d + "/a.json", "[1,2,3]");
+  spit(d + "/e.json", "{\"traceEvents\": []}");
+  EXPECT_EQ(run_in(d, kBin + " trace analyze a.json", &out), 1) << out;
+  expect_one_error_line(out, "a.json: byte");
+  expect_one_error_line(out, "not a Kineto / Chrome trace");
+  EXPECT_EQ(run_in(d, kBin + " trace analyze e.json", &out), 1) << out;
+  expect_one_error_line(out, "e.json: the trace holds no events");
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate

@@ -258,5 +258,28 @@ TEST(TraceReader, JsonWithoutTraceEventsIsNotATrace) {
   expect_error(d.file("y.json"), {"must be an array"});
 }
 
+TEST(TraceReader, AnArrayOfNonEventsOrNoEventsIsNotATrace) {
+  TempDir d;
+  write_text(d.file("numbers.json"), "[1,2,3]");
+  expect_error(d.file("numbers.json"), {"entry 0 of the top-level array is a number", "not a Kineto / Chrome trace"});
+  write_text(d.file("strings.json"), R"({"traceEvents": [{"ph": "M", "name": "x"}, "event"]})");
+  expect_error(d.file("strings.json"), {"entry 1 of \"traceEvents\" is a string", "expected an event object"});
+  write_text(d.file("flags.json"), "[true]");
+  expect_error(d.file("flags.json"), {"null or a boolean", "not a Kineto / Chrome trace"});
+  write_text(d.file("lists.json"), "[[1]]");
+  expect_error(d.file("lists.json"), {"is an array", "expected an event object"});
+  write_text(d.file("empty.json"), R"({"traceEvents": []})");
+  expect_error(d.file("empty.json"), {"no events"});
+  write_text(d.file("bare.json"), "[]");
+  expect_error(d.file("bare.json"), {"no events"});
+  // A directory holding one such file names it.
+  try {
+    read_trace(d.str());
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(".json"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace fusesim::trace
