@@ -66,11 +66,16 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
     }
   };
   double delta_us = 0, base_layer_us = 0;
-  nlohmann::json chunks = nlohmann::json::array();
+  nlohmann::json chunks = nlohmann::json::array(), base_params, fused_params;
   for (double done = 0; done < tokens; done += chunk) {
     const int64_t m = int64_t(std::min(chunk, tokens - done));
     const auto br = arm_case("base", m), fr = arm_case("fused", m);
-    if (chunks.empty())  // the arms' shapes do not change with M: check them on the first chunk
+    if (chunks.empty()) {  // the arms' shapes do not change with M: check them on the first chunk
+      base_params = br["params"];
+      fused_params = fr["params"];
+      for (auto* arm : {&base_params, &fused_params}) arm->erase("m"), arm->erase("m_padded");
+    }
+    if (chunks.empty())
       for (const char* key : {"n", "k", "world_size", "quant"})
         if (br["params"][key] != fr["params"][key])
           throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "
@@ -87,8 +92,11 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
         "ttft parameter 'ttft_base_ms' ({} ms) is shorter than the base arm's {} layers alone ({:.1f} ms at the model's "
         "{:.1f} us per layer over the prompt): the measured base TTFT, the layer count or the shape is wrong",
         base_ms, layers, layers * base_layer_us / 1e3, base_layer_us));
-  return {{"params", {{"prompt_tokens", need(p, "prompt_tokens")}, {"batch", need(p, "batch")}, {"chunk_tokens", chunk},
-                      {"layers", layers}, {"ttft_base_ms", base_ms}}},
+  // The effective parameters: counts as integers, and each arm's effective layer parameters (M is
+  // each chunk's, listed under "chunks").
+  return {{"params", {{"prompt_tokens", int64_t(need(p, "prompt_tokens"))}, {"batch", int64_t(need(p, "batch"))},
+                      {"chunk_tokens", int64_t(chunk)}, {"layers", int64_t(layers)}, {"ttft_base_ms", base_ms},
+                      {"base", base_params}, {"fused", fused_params}}},
           {"predicted_us", pred_us},
           {"ttft_change_pct", (pred_us - base_ms * 1e3) / (base_ms * 1e3) * 100},
           {"layer_share_of_ttft_pct", layers * base_layer_us / (base_ms * 1e3) * 100},
