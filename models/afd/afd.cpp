@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
@@ -718,6 +719,37 @@ bool AfdCase::was_given(const std::string& key) const {
 bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
 
 void validate(const AfdCase& c, const hw::Hardware& hw) {
+  // The hardware parameters each topology's model reads (run_nvlink / run_pods): all missing ones
+  // are named at once, before any simulation (the registry cannot mark them required: the NVLink
+  // domain and the pods read different sets).
+  static const std::vector<std::string> nvlink_keys{
+      "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
+      "afd.combine_gather_peak", "afd.combine_per_dest", "afd.combine_row_rate", "afd.combine_store_peak",
+      "afd.combine_store_per_sm", "afd.combine_token_latency", "afd.combine_warps_per_sm", "afd.count_issue_share",
+      "afd.dispatch_exit_lead", "afd.dispatch_finish", "afd.dispatch_fixed", "afd.epilogue_efficiency",
+      "afd.epilogue_fixed", "afd.exchange_gap", "afd.grid_sync_exit", "afd.kernel_gap", "afd.reduce_bandwidth",
+      "afd.reduce_fixed", "afd.reduce_per_source", "afd.sm_store_rate", "afd.token_serial", "masked.combine_extra",
+      "masked.count_delay", "masked.dispatch_exit_lead", "masked.dispatch_extra", "masked.idle_epilogue",
+      "masked.idle_launch_lead", "masked.idle_tail", "masked.per_source", "afd.collect_offset", "afd.timer_offset"};
+  static const std::vector<std::string> pods_keys{
+      "gpu.hbm_copy_bandwidth", "nvlink.sm_store_peak", "afd.combine_finish",
+      "afd.dispatch_finish", "afd.epilogue_efficiency", "afd.epilogue_fixed", "afd.exchange_gap", "afd.kernel_gap",
+      "afd.timer_offset", "hybrid.combine_fixed", "hybrid.combine_row_serial", "hybrid.direct_fixed",
+      "hybrid.dispatch_fixed", "hybrid.exit_per_source", "hybrid.forward_bandwidth", "hybrid.forward_per_token",
+      "hybrid.masked_extra", "hybrid.masked_per_source", "hybrid.reduce_put_per_source", "nic.atomic_requester_cost",
+      "nic.atomic_responder_cost", "nic.completion_cost", "nic.doorbell_cost", "nic.full_queue_poll",
+      "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
+  {
+    std::vector<std::string> missing;
+    for (const auto& k : hw.topology_kind() == "pods" ? pods_keys : nvlink_keys)
+      if (!hw.has(k)) missing.push_back(k);
+    if (!missing.empty())
+      throw std::invalid_argument(fmt::format(
+          "hardware '{}' lacks {} parameter(s) the afd model reads on a {} topology: {}{} (is this an AFD hardware file, "
+          "e.g. hw/h200-4gpu-nvlink.yaml or hw/h100-ib-pods.yaml?)",
+          hw.name(), missing.size(), hw.topology_kind(), fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 8), ", "),
+          missing.size() > 8 ? fmt::format(" and {} more", missing.size() - 8) : ""));
+  }
   // Every message quotes the key first: the scenario loader points at the line of the first quoted
   // word that is a param key.
   auto bad = [](const std::string& k, const std::string& m) {

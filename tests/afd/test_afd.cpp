@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "models/params.hpp"
 #include "models/scenario.hpp"
 
 #include <cmath>
@@ -552,5 +553,22 @@ TEST(AfdCaseParams, RangeErrorsPointAtTheKeysLine) {
   } catch (const hw::FileError& e) {
     EXPECT_TRUE(has(e.what(), "afd_lines.yaml:8:")) << e.what();
     EXPECT_TRUE(has(e.what(), "params.tokens")) << e.what();
+  }
+}
+
+TEST(AfdCaseParams, HardwareWithoutTheAfdParametersIsNamedBeforeAnySimulation) {
+  // A GEMM+AR hardware file has none of the AFD transport's parameters: every missing one is
+  // counted and the first ones named, instead of failing on the first read mid-simulation.
+  const hw::Hardware mi = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
+  AfdCase c;
+  c.attention_ranks = 2;
+  c.ffn_ranks = 2;
+  c.tokens = 8;
+  try {
+    (void)simulate_afd(mi, c, nullptr);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(has(e.what(), "hardware 'mi355x-8gpu' lacks 36 parameter(s) the afd model reads")) << e.what();
+    EXPECT_TRUE(has(e.what(), "nvlink.latency")) << e.what();
   }
 }
