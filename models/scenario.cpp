@@ -585,11 +585,15 @@ std::string format_csv(const nlohmann::json& r) {
     std::string ph;
     for (const auto& p : c["phases"])
       ph += fmt::format("{}{}={:.3f}", ph.empty() ? "" : ";", p["name"].get<std::string>(), p["end_us"].get<double>() - p["start_us"].get<double>());
-    std::string params = c.contains("params") ? c["params"].dump() : "{}";
-    for (size_t pos = 0; (pos = params.find('"', pos)) != std::string::npos; pos += 2) params.insert(pos, 1, '"');  // CSV quoting
-    o << fmt::format("\"{}\",{:.3f},{},{},\"{}\",\"{}\",{},{}\n", c["id"].get<std::string>(), c["predicted_us"].get<double>(),
+    // RFC 4180 quoting: every text field in quotes, a quote inside doubled (ids are free text).
+    auto quoted = [](std::string t) {
+      for (size_t pos = 0; (pos = t.find('"', pos)) != std::string::npos; pos += 2) t.insert(pos, 1, '"');
+      return "\"" + t + "\"";
+    };
+    o << fmt::format("{},{:.3f},{},{},{},{},{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
-                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()), params, ph,
+                     c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()),
+                     quoted(c.contains("params") ? c["params"].dump() : "{}"), quoted(ph),
                      c.contains("window_MiB") ? fmt::format("{:.3f}", c["window_MiB"].get<double>()) : "",
                      c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : "");
   }

@@ -323,3 +323,12 @@ TEST(Trace, FusedCaseHasOneLanePerResourceAndScatterOverlapsGemm) {
   EXPECT_GT(counters, 0);
   EXPECT_LT(first_put, 0.5 * gemm_end);  // the scatter's puts start while the GEMM still runs
 }
+
+TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
+  // RFC 4180: an id with a comma, a quote and a newline stays one field.
+  const nlohmann::json r = {{"cases", {{{"id", "a,\"b\nc"}, {"predicted_us", 1.0}, {"measured_us", nullptr},
+                                        {"error_pct", nullptr}, {"params", {{"mode", "gemm-only"}}},
+                                        {"phases", nlohmann::json::array()}}}}};
+  const std::string csv = models::format_csv(r);
+  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,\n"), std::string::npos) << csv;
+}
