@@ -95,6 +95,11 @@ void register_trace_commands(CLI::App& app) {
   wi->callback([w, wopt, scales, hw] {
     run_reporting_errors([&] {
       trace::WhatIfOptions opt = *wopt;
+      if (opt.comm_consumer_after > 0 && !opt.comm_stream)
+        throw std::invalid_argument("--comm-consumer-after applies with --comm-stream only (it places the consumer of a "
+                                    "collective moved to its own stream); add --comm-stream or drop it");
+      if (!hw->empty() && !opt.fuse_gemm_ar)
+        throw std::invalid_argument("--hw is read by --fuse-gemm-ar only; add --fuse-gemm-ar or drop --hw");
       for (const auto& s : *scales) opt.scale.push_back(trace::parse_collective_scale(s));
       if (opt.fuse_gemm_ar) {
         if (hw->empty()) throw std::invalid_argument("--fuse-gemm-ar needs --hw FILE (the hardware the fused model predicts for)");

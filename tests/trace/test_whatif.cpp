@@ -221,6 +221,10 @@ TEST(TraceCli, AnalyzeAndWhatIfCommands) {
   write_text(d.file("hw.yaml"), "gpu: x\n");
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar", "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar"}), CLI::RuntimeError);
+  // Options that only act together with another are refused alone instead of doing nothing.
+  EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--comm-consumer-after", "2"}), CLI::RuntimeError);
+  EXPECT_NO_THROW(run_cli({"trace", "whatif", d.str(), "--comm-stream", "--comm-consumer-after", "2"}));
+  EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
 }
 
 }  // namespace
