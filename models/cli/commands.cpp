@@ -61,6 +61,11 @@ void register_all(CLI::App& app) {
   run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
   run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
   run->callback([run_args] {
+    // A bad destination is refused before the (possibly long) run.
+    std::vector<hw::OutputFile> outputs;
+    if (!run_args->trace.empty()) outputs.push_back({run_args->trace, "", "--trace"});
+    if (!run_args->out.empty()) outputs.push_back({run_args->out, "", "--out"});
+    hw::check_output_files(outputs);
     auto sc = models::Scenario::load(run_args->scenarios.at(0));
     auto hw = models::load_scenario_hardware(sc);
     sim::TraceSink trace;
@@ -74,10 +79,8 @@ void register_all(CLI::App& app) {
                        : run_args->format == "csv" ? models::format_csv(res)
                                                    : models::format_table(res) + kernel_duration_text(kd, true);
     // Both outputs or neither: a failure to write one leaves the other file as it was.
-    std::vector<std::pair<std::string, std::string>> files;
-    if (!run_args->trace.empty()) files.push_back({run_args->trace, trace.to_text()});
-    if (!run_args->out.empty()) files.push_back({run_args->out, text});
-    hw::write_files_atomic(files);
+    for (auto& o : outputs) o.text = o.option == "--trace" ? trace.to_text() : text;
+    hw::write_outputs_atomic(outputs);
     if (run_args->out.empty()) fmt::print("{}", text);
   });
 
