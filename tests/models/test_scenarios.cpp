@@ -99,6 +99,29 @@ TEST(ScenarioHardware, AParameterTheModelRequiresIsCheckedBeforeAnyCaseRuns) {
   }
 }
 
+TEST(ScenarioHardware, TheH200PairModelsNeedTheGemmKeysTheyRead) {
+  // The live-pair and probe models also read keys the gemm_ar module declares (e.g.
+  // memory.fabric_bandwidth): a file lacking one is refused before any case runs too.
+  std::string hw = read_file(kRoot + "/hw/h200-2gpu.yaml");
+  const size_t at = hw.find("memory:\n  fabric_bandwidth:");  // the section's only key: drop both lines
+  ASSERT_NE(at, std::string::npos);
+  const size_t line2 = hw.find('\n', at) + 1;
+  hw.erase(at, hw.find('\n', line2) + 1 - at);
+  for (size_t pos; (pos = hw.find("file: ../")) != std::string::npos;) hw.replace(pos, 9, "file: " + kRoot + "/");
+  const std::string hwp = write_tmp("no-fabric.yaml", hw);
+  const std::string p = write_tmp("needs-fabric.yaml", "scenario: s\nmodel: h200_probe\nhardware: " + hwp +
+                                                           "\ncases:\n  - id: a\n    params: {probe: copy_hop, size_bytes: 4096}\n");
+  const auto sc = models::Scenario::load(p);
+  const auto h = models::load_scenario_hardware(sc);
+  try {
+    models::run_scenario(sc, h);
+    ADD_FAILURE() << "ran h200_probe on hardware without memory.fabric_bandwidth";
+  } catch (const hw::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("lacks memory.fabric_bandwidth (required by the h200_probe model"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
