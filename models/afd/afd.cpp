@@ -24,9 +24,11 @@ namespace {
 std::pair<int, int> sm_finish_posts(const std::vector<int>& tokens_per_channel, int sm, bool skip_empty_finish) {
   int posts = 0, data = 0;
   for (int ch = 8 * sm; ch < 8 * sm + 8; ++ch) {
-    const bool has = tokens_per_channel[ch] > 0;
-    data += has;
-    posts += (skip_empty_finish && !has) ? 0 : 1;
+    const int n = tokens_per_channel[ch];
+    data += n > 0;
+    // A channel publishes its tail every 3 linked-list rounds and once at the end: floor(n/3)+1
+    // atomics for n tokens (AFD.md); an empty channel sends its finish only, unless skipped.
+    posts += (skip_empty_finish && n == 0) ? 0 : n / 3 + 1;
   }
   if (skip_empty_finish && sm == 0) posts += 1;  // the designated release per pair
   return {posts, data};

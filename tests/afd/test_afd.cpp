@@ -95,6 +95,18 @@ TEST(AfdNicOps, FfnNicSeesTwoCSAtomicsPerRoundTripAtT1) {
     }
 }
 
+TEST(AfdNicOps, TailsArePublishedEveryThreeRounds) {
+  // AFD.md: with more tokens a channel publishes its tail every 3 linked-list rounds, so the atomics
+  // at an FFN NIC grow as the sum over (channel, source) of floor(n/3) + 1. 4F:4A, 24 SMs (C = 192),
+  // hybrid: one rail source per FFN NIC. T = 1000 puts 6 tokens on channels 0..39 (3 atomics each)
+  // and 5 on the other 152 (2 each): 40*3 + 152*2 = 424 per direction.
+  const AfdResult r = simulate_afd(h100(), cross(4, 1000, 24), nullptr);
+  for (int f = 0; f < 4; ++f) {
+    EXPECT_EQ(r.nics[f].atomics_in, 424) << "FFN " << f;
+    EXPECT_EQ(r.nics[f].atomics_out, 424) << "FFN " << f;
+  }
+}
+
 TEST(AfdNicOps, AttentionNicSeesCFEachWayIndependentOfS) {
   for (int S : {1, 2}) {
     const AfdResult r = simulate_afd(h100(), cross(4 * S, 1, 24), nullptr);
