@@ -123,32 +123,55 @@ BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused_in, int64
     out.curve.push_back({{"m", m}, {"fused_us", tf}, {"split_us", ts}, {"rccl_us", tr}});
     return std::make_pair(tf < ts, tf < tr);
   };
-  std::vector<int64_t> grid;
-  for (int64_t m = step; m <= max_m; m *= 2) grid.push_back(m);
-  std::vector<std::pair<bool, bool>> wins;
-  for (int64_t m : grid) wins.push_back(eval(m));
+  // The fused and split kernels pad M up to a multiple of ws*BLOCK_M; the RCCL baseline does not. So
+  // over each padding step (k*step, (k+1)*step] the padded paths cost the same while the baseline
+  // grows with M: the step's first M is where the fused path is worst off. Both ends of every step up
+  // to max_m are evaluated.
+  std::vector<int64_t> left, right;
+  for (int64_t m = step; m <= max_m; m += step) {
+    left.push_back(m - step + 1);
+    right.push_back(m);
+  }
+  std::vector<std::pair<bool, bool>> win_left, win_right;
+  for (size_t i = 0; i < left.size(); ++i) {
+    win_left.push_back(eval(left[i]));
+    win_right.push_back(eval(right[i]));
+  }
   auto search = [&](bool second) -> int64_t {
-    // first index from which every scanned point wins
+    auto pick = [&](const std::pair<bool, bool>& w) { return second ? w.second : w.first; };
+    // First step from which the fused path wins at the start of every step (hence everywhere).
     int first = -1;
-    for (int i = int(grid.size()) - 1; i >= 0; --i) {
-      const bool w = second ? wins[i].second : wins[i].first;
-      if (!w) break;
+    for (int i = int(left.size()) - 1; i >= 0; --i) {
+      if (!pick(win_left[i])) break;
       first = i;
     }
     if (first < 0) return -1;
-    if (first == 0) return grid[0];
-    int64_t lo = grid[first - 1], hi = grid[first];  // lo loses, hi wins
-    while (hi - lo > step) {
-      int64_t mid = (lo + hi) / 2 / step * step;
-      if (mid <= lo) mid = lo + step;
-      const auto w = eval(mid);
-      if (second ? w.second : w.first) hi = mid;
+    if (first == 0) return left[0];
+    // In the step before, the fused time is constant and the other grows with M: bisect for the
+    // smallest M there from which it wins (if it wins at the step's end at all).
+    const int prev = first - 1;
+    if (!pick(win_right[prev])) return left[first];
+    int64_t lo = left[prev], hi = right[prev];  // lo loses, hi wins
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (pick(eval(mid))) hi = mid;
       else lo = mid;
     }
     return hi;
   };
+  // The same over M that are multiples of the padding step only (no padding rows).
+  auto search_aligned = [&](bool second) -> int64_t {
+    int64_t from = -1;
+    for (int i = int(right.size()) - 1; i >= 0; --i) {
+      if (!(second ? win_right[i].second : win_right[i].first)) break;
+      from = right[i];
+    }
+    return from;
+  };
   out.m_vs_split = search(false);
   out.m_vs_rccl = search(true);
+  out.m_vs_split_aligned = search_aligned(false);
+  out.m_vs_rccl_aligned = search_aligned(true);
   return out;
 }
 

@@ -34,16 +34,21 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& params, s
 
 /// Result of a break-even search.
 struct BreakEven {
-  int64_t m_vs_split = -1;  ///< smallest M (on the ws*BLOCK_M grid, <= max_m) from which fused < split; -1 if none
-  int64_t m_vs_rccl = -1;   ///< ... from which fused < the RCCL ring baseline
+  int64_t m_vs_split = -1;  ///< smallest M (<= max_m) from which fused < split at every larger M; -1 if none
+  int64_t m_vs_rccl = -1;   ///< ... from which fused < the RCCL ring baseline (1: at every M)
+  /// The same over M that are multiples of ws*BLOCK_M only (no padding rows; serving declines
+  /// ragged M anyway): the smallest such M from which fused wins at every such M above; -1 if none.
+  int64_t m_vs_split_aligned = -1, m_vs_rccl_aligned = -1;
   nlohmann::json curve;     ///< [{m, fused_us, split_us, rccl_us}] at the points evaluated
 };
 
 /**
  * Smallest M from which the fused path (fused-sdma on the given wire) beats the split path
- * (split-sdma) and the RCCL baseline, for the shape and wire of `fused`. Scans M over powers of two
- * from ws*BLOCK_M to max_m, then bisects on the ws*BLOCK_M grid between the last losing and the
- * first winning point. "From which" means it wins there and at every scanned M above.
+ * (split-sdma) and the RCCL baseline, for the shape and wire of `fused`. The fused and split kernels
+ * pad M to a multiple of ws*BLOCK_M and the baseline does not, so both ends of every padding step up
+ * to max_m are evaluated (a step's first M is the fused path's worst case), and the step where the
+ * fused path starts to win for good is bisected over whole M. "From which" means it wins there and
+ * at every M above, up to max_m.
  */
 BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused, int64_t max_m = 65536);
 

@@ -273,8 +273,9 @@ void register_all(CLI::App& app) {
     const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
     auto show = [&](int64_t m) {
       if (m < 0) return fmt::format("no M: it still loses at the largest M searched (<= --max-m {}; see the curve below)", be->max_m);
-      if (m == smallest) return fmt::format("every M searched (the smallest is {} = world_size x BLOCK_M; smaller M are padded to it)", m);
-      return fmt::format("M >= {} (wins there and at every larger M searched)", m);
+      if (m == 1) return fmt::format("every M (up to --max-m {})", be->max_m);
+      return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
+                         "world_size x BLOCK_M = {})", m, be->max_m, smallest);
     };
     auto curve = r.curve.get<std::vector<nlohmann::json>>();
     std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
@@ -295,6 +296,7 @@ void register_all(CLI::App& app) {
     if (be->format == "json") {
       nlohmann::json out{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size},
                          {"wire", be->wire}, {"quant", c.quant}, {"m_vs_split", r.m_vs_split}, {"m_vs_rccl", r.m_vs_rccl},
+                         {"m_vs_split_aligned", r.m_vs_split_aligned}, {"m_vs_rccl_aligned", r.m_vs_rccl_aligned},
                          {"serving_threshold_by_hand", hand}, {"curve", curve}};
       if (has_band)
         out["band_95_pct"] = band, out["m_clear_win_vs_split"] = clear_win("split_us"),
@@ -305,6 +307,9 @@ void register_all(CLI::App& app) {
     fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), c.n, c.k, c.world_size, be->wire, c.quant);
     fmt::print("  fused beats split-sdma from      {}\n", show(r.m_vs_split));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(r.m_vs_rccl));
+    auto show_aligned = [&](int64_t m) { return m < 0 ? std::string("no M") : fmt::format("M >= {}", m); };
+    fmt::print("  at M that are multiples of {} only (no padding rows): beats split-sdma from {}, RCCL from {}\n", smallest,
+               show_aligned(r.m_vs_split_aligned), show_aligned(r.m_vs_rccl_aligned));
     fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire)\n", hand, be->wire);
     if (has_band) {
       auto text = [](int64_t m) { return m < 0 ? std::string("at no M of the curve") : fmt::format("from M >= {}", m); };

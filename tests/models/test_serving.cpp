@@ -120,13 +120,28 @@ TEST(BreakEven, FusedWinsFromSomeMAndAtTheServingThresholds) {
   const auto bf16 = models::break_even(hw, c, 32768);
   ASSERT_GT(bf16.m_vs_split, 0);
   ASSERT_GT(bf16.m_vs_rccl, 0);
-  // The thresholds SGLang chose by hand (8192 bf16, 2048 fp8) lie inside the winning range.
-  EXPECT_LE(bf16.m_vs_rccl, 8192);
+  // The thresholds SGLang chose by hand (8192 bf16, 2048 fp8) lie inside the winning range of the M it
+  // fuses (multiples of ws x BLOCK_M: it declines ragged M).
+  EXPECT_LE(bf16.m_vs_rccl_aligned, 8192);
   c.gather_dtype = "fp8";
   c.gather_transport = "lsa";
   const auto fp8 = models::break_even(hw, c, 32768);
   ASSERT_GT(fp8.m_vs_rccl, 0);
+  EXPECT_LE(fp8.m_vs_rccl_aligned, 2048);
   EXPECT_LE(fp8.m_vs_rccl, bf16.m_vs_rccl);  // the fp8 wire pays from no larger an M
+  // Over every M, padding costs the fused path: just past a multiple of 1024 the unpadded RCCL
+  // baseline wins (M=1025 runs padded to 2048), so the all-M threshold lies above the aligned one,
+  // and it is exact: the fused path wins at it and loses one row below.
+  auto at = [&](int64_t m, const char* mode) {
+    models::GemmArConfig x;
+    x.m = m;
+    x.mode = mode;
+    return models::simulate_gemm_ar(hw, x).total_us;
+  };
+  EXPECT_GT(at(1025, "fused-sdma"), at(1025, "rccl"));
+  EXPECT_GT(bf16.m_vs_rccl, bf16.m_vs_rccl_aligned);
+  EXPECT_LT(at(bf16.m_vs_rccl, "fused-sdma"), at(bf16.m_vs_rccl, "rccl"));
+  EXPECT_GE(at(bf16.m_vs_rccl - 1, "fused-sdma"), at(bf16.m_vs_rccl - 1, "rccl"));
   // At the returned M the fused path really is faster than the split path.
   bool checked = false;
   for (const auto& p : bf16.curve)
