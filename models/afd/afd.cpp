@@ -815,6 +815,13 @@ AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink*
         "per Attention rank); dropped rows are not sent",
         long(it->second), routed, c.attention_ranks, c.tokens, c.topk, c.capacity);
   }
+  if (c.path == "afd_shared") {
+    // Named by the case parameters, but neither seed 004 nor AFD.md describes or measures a
+    // distinct "afd_shared" path: it runs the afd path, and says so.
+    const std::string n = "path afd_shared runs as afd: no measurement or description of a distinct shared path exists "
+                          "in seed 004 or AFD.md to model it from";
+    x.res.note = x.res.note.empty() ? n : x.res.note + "; " + n;
+  }
   if (trace) {
     for (const auto& k : x.res.kernels)
       trace->slice(fmt::format("gpu{}/kernels", k.device), k.kernel, k.start_us * kUs, k.end_us * kUs,

@@ -25,7 +25,7 @@ inline constexpr int kMaxTokens = 1 << 20;
  * (afd_case_from_yaml), the other keys default to the values below.
  */
 struct AfdCase {
-  std::string path = "afd";    ///< afd (role-aware) | afd_shared (afd, FFN combine grid from ffn_combine_sms) | masked
+  std::string path = "afd";    ///< afd (role-aware) | afd_shared (runs as afd, with a note: no source describes it) | masked
   int attention_ranks = 2;     ///< A: GPUs that run attention and send tokens
   int ffn_ranks = 2;           ///< F: GPUs that hold the experts
   int tokens = 128;            ///< T: tokens per Attention rank (1..kMaxTokens)

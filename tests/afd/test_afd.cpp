@@ -584,3 +584,16 @@ TEST(AfdCaseParams, HardwareWithoutTheAfdParametersIsNamedBeforeAnySimulation) {
     EXPECT_TRUE(has(e.what(), "nvlink.latency")) << e.what();
   }
 }
+
+TEST(AfdModel, AfdSharedRunsAsAfdAndSaysSo) {
+  AfdCase a;
+  a.attention_ranks = 2;
+  a.ffn_ranks = 2;
+  a.tokens = 128;
+  AfdCase s = a;
+  s.path = "afd_shared";
+  const AfdResult ra = simulate_afd(h200(), a, nullptr), rs = simulate_afd(h200(), s, nullptr);
+  EXPECT_DOUBLE_EQ(rs.exchange_us, ra.exchange_us);
+  EXPECT_TRUE(has(rs.note, "path afd_shared runs as afd")) << rs.note;
+  EXPECT_TRUE(ra.note.empty());
+}
