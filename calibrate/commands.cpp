@@ -299,7 +299,19 @@ void register_calibrate_commands(CLI::App& calibrate) {
                  hw::to_display(d->quantity, p.value_si), hw::to_display(d->quantity, p.sigma_si), hw::display_unit(d->quantity),
                  p.at_bound ? "  (at a bound)" : "");
     }
-    fmt::print("fitted points: median |error| {:.2f}%, max {:.2f}%, RMS {:.2f}%\n", r.median_abs_fit_pct, r.max_abs_fit_pct, r.residual_sigma_pct);
+    // The statistics are over totals (a case's value), phases being weighted residuals only; say so,
+    // and give the phases' own when there are any.
+    std::vector<double> ph;
+    size_t totals = 0;
+    for (const auto& p : r.points)
+      if (!p.held_out) (p.phase.empty() ? (void)++totals : ph.push_back(std::fabs(p.error_pct)));
+    fmt::print("fitted points: {} totals: median |error| {:.2f}%, max {:.2f}%, RMS {:.2f}%", totals, r.median_abs_fit_pct,
+               r.max_abs_fit_pct, r.residual_sigma_pct);
+    if (!ph.empty()) {
+      std::sort(ph.begin(), ph.end());
+      fmt::print("; {} phases / kernel durations: median |error| {:.2f}%, max {:.2f}%", ph.size(), ph[ph.size() / 2], ph.back());
+    }
+    fmt::print("\n");
     fmt::print("  {:<72} {:>9} {:>9} {:>8}\n", "point", "measured", "predicted", "error");
     print_points(r, false);
     if (std::any_of(r.points.begin(), r.points.end(), [](auto& p) { return p.held_out; })) {
