@@ -380,6 +380,8 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     for (const auto& d : decls)
       if (d.required && !hw.has(d.key)) missing.push_back(d.key);
     // The H200 pair's models also read these, declared by the gemm_ar module (models/gemm_ar_live.cpp).
+    if (sc.model == "afd")
+      for (const auto& k : afd::missing_hardware_keys(hw)) missing.push_back(k);
     if (sc.model == "gemm_ar_live" || sc.model == "h200_probe")
       for (const char* k : {"gpu.compute_units", "gpu.hbm_capacity", "kernel.launch_gap", "links.per_direction",
                             "links.read_efficiency", "lsa.remote_read_latency", "memory.fabric_bandwidth"})

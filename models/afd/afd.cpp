@@ -720,10 +720,9 @@ bool AfdCase::was_given(const std::string& key) const {
 
 bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
 
-void validate(const AfdCase& c, const hw::Hardware& hw) {
-  // The hardware parameters each topology's model reads (run_nvlink / run_pods): all missing ones
-  // are named at once, before any simulation (the registry cannot mark them required: the NVLink
-  // domain and the pods read different sets).
+std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw) {
+  // The hardware parameters each topology's model reads (run_nvlink / run_pods); the registry cannot
+  // mark them required, since the NVLink domain and the pods read different sets.
   static const std::vector<std::string> nvlink_keys{
       "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
       "afd.combine_gather_peak", "afd.combine_per_dest", "afd.combine_row_rate", "afd.combine_store_peak",
@@ -741,10 +740,15 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
       "hybrid.masked_extra", "hybrid.masked_per_source", "hybrid.reduce_put_per_source", "nic.atomic_requester_cost",
       "nic.atomic_responder_cost", "nic.completion_cost", "nic.doorbell_cost", "nic.full_queue_poll",
       "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
+  std::vector<std::string> missing;
+  for (const auto& k : hw.topology_kind() == "pods" ? pods_keys : nvlink_keys)
+    if (!hw.has(k)) missing.push_back(k);
+  return missing;
+}
+
+void validate(const AfdCase& c, const hw::Hardware& hw) {
   {
-    std::vector<std::string> missing;
-    for (const auto& k : hw.topology_kind() == "pods" ? pods_keys : nvlink_keys)
-      if (!hw.has(k)) missing.push_back(k);
+    const auto missing = missing_hardware_keys(hw);
     if (!missing.empty())
       throw std::invalid_argument(fmt::format(
           "hardware '{}' lacks {} parameter(s) the afd model reads on a {} topology: {}{} (is this an AFD hardware file, "

@@ -116,6 +116,11 @@ struct AfdResult {
   std::string note;
 };
 
+/// The hardware parameters the AFD model reads on `hw`'s topology (the NVLink domain or InfiniBand
+/// pods) that `hw` does not set; empty when it can run. simulate_afd refuses such hardware naming
+/// them, and the scenario runner checks it before any case runs.
+std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw);
+
 /**
  * Simulate one exchange on the engine (one sim::Simulation per call). The NVLink-domain model runs
  * when attention_ranks + ffn_ranks fit in one NVLink domain of `hw` (topology gpus, or gpus_per_pod
