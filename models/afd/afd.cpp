@@ -720,7 +720,7 @@ bool AfdCase::was_given(const std::string& key) const {
 
 bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
 
-std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw) {
+const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
   // The hardware parameters each topology's model reads (run_nvlink / run_pods); the registry cannot
   // mark them required, since the NVLink domain and the pods read different sets.
   static const std::vector<std::string> nvlink_keys{
@@ -740,8 +740,12 @@ std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw) {
       "hybrid.masked_extra", "hybrid.masked_per_source", "hybrid.reduce_put_per_source", "nic.atomic_requester_cost",
       "nic.atomic_responder_cost", "nic.completion_cost", "nic.doorbell_cost", "nic.full_queue_poll",
       "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
+  return hw.topology_kind() == "pods" ? pods_keys : nvlink_keys;
+}
+
+std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw) {
   std::vector<std::string> missing;
-  for (const auto& k : hw.topology_kind() == "pods" ? pods_keys : nvlink_keys)
+  for (const auto& k : hardware_keys(hw))
     if (!hw.has(k)) missing.push_back(k);
   return missing;
 }

@@ -117,8 +117,10 @@ struct AfdResult {
 };
 
 /// The hardware parameters the AFD model reads on `hw`'s topology (the NVLink domain or InfiniBand
-/// pods) that `hw` does not set; empty when it can run. simulate_afd refuses such hardware naming
-/// them, and the scenario runner checks it before any case runs.
+/// pods): the model's required set for that hardware.
+const std::vector<std::string>& hardware_keys(const hw::Hardware& hw);
+/// Those of hardware_keys(hw) that `hw` does not set; empty when it can run. simulate_afd refuses
+/// such hardware naming them, and the scenario runner checks it before any case runs.
 std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw);
 
 /**

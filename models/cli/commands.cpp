@@ -18,6 +18,7 @@
 #include "models/params.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
+#include "models/afd/afd.hpp"
 #include "models/afd/params.hpp"
 #include "models/scenario.hpp"
 #include "models/serving.hpp"
@@ -208,8 +209,12 @@ void register_all(CLI::App& app) {
     for (const auto& [name, decls] : modules) {
       std::vector<std::string> missing;
       int required = 0, optional = 0, optional_set = 0;
+      // The AFD model's required set depends on the hardware's topology (NVLink domain or pods).
+      const auto& afd_reads = fusesim::afd::hardware_keys(hw);
       for (const auto& d : decls) {
-        if (d.required) {
+        const bool is_required =
+            name == "afd" ? std::find(afd_reads.begin(), afd_reads.end(), d.key) != afd_reads.end() : d.required;
+        if (is_required) {
           ++required;
           if (!hw.has(d.key)) missing.push_back(d.key);
         } else {
