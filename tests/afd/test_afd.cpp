@@ -284,13 +284,8 @@ struct Evaluated {
   models::Scenario sc;
   nlohmann::json res;
   std::vector<models::ComparedPoint> points, kernel_points;
-  double median_abs_err_pct() const {
-    std::vector<double> e;
-    for (const auto& p : points) e.push_back(std::fabs(p.err_pct()));
-    std::sort(e.begin(), e.end());
-    const size_t n = e.size();
-    return n == 0 ? 0 : n % 2 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
-  }
+  /// run_scenario's own median |error| over the compared cases (what `fusesim check` prints).
+  double median_abs_err_pct() const { return res["summary"]["median_abs_error_pct"].get<double>(); }
 };
 Evaluated evaluate(const std::string& path) {
   Evaluated ev{models::Scenario::load(path), {}, {}, {}};
