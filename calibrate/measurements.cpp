@@ -422,7 +422,7 @@ struct AfdDoc {
           r.quantity = "kernel_dur_us";
           r.id = keys.back();
           r.phase = fmt::format("dev{}/{}", m[1].str(), m[2].str());
-          if (ctx["tokens"] && ctx["tokens"].as<int>() >= 128) r.model = "afd";
+          if (ctx["tokens"] && ctx["tokens"].as<int>() >= models::kKernelDurationMinTokens) r.model = "afd";
           r.weight = phase_weight;
           r.value = std::stod(m[5]);
           r.extra["device"] = std::stoi(m[1]);
@@ -619,8 +619,7 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
       out.records.push_back(std::move(r));
     }
     // AFD timelines: each kernel's duration at T >= 128 (what `fusesim check` judges), as a phase.
-    const bool large_t = c.params["tokens"] && c.params["tokens"].IsScalar() && c.params["tokens"].as<int>() >= 128;
-    for (const auto& k : large_t ? c.measured->kernels : std::vector<models::Measured::KernelSpan>{}) {
+    for (const auto& k : models::judged_kernels(c)) {
       Record r = base;
       r.quantity = "kernel_dur_us";
       r.phase = fmt::format("dev{}/{}", k.device, k.kernel);

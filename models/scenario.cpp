@@ -616,6 +616,13 @@ std::vector<ComparedPoint> compared_points(const nlohmann::json& res) {
   return out;
 }
 
+const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c) {
+  static const std::vector<Measured::KernelSpan> none;
+  const YAML::Node t = c.params["tokens"];
+  if (!c.measured || !t || !t.IsScalar() || t.as<int>() < kKernelDurationMinTokens) return none;
+  return c.measured->kernels;
+}
+
 std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res) {
   std::map<std::string, const Case*> by_id;
   for (const auto& c : sc.cases) by_id[c.id] = &c;
@@ -624,8 +631,7 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
     const auto it = by_id.find(r["id"].get<std::string>());
     if (it == by_id.end()) continue;
     const Case& c = *it->second;
-    if (!c.measured || c.measured->kernels.empty() || !c.params["tokens"] || c.params["tokens"].as<int>() < 128) continue;
-    for (const auto& k : c.measured->kernels) {
+    for (const auto& k : judged_kernels(c)) {
       const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
       const auto ph = std::find_if(r["phases"].begin(), r["phases"].end(),
                                    [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });

@@ -128,6 +128,14 @@ struct ComparedPoint {
 /// predicted_us}. Known misses are included (callers that exclude them read `known_miss`).
 std::vector<ComparedPoint> compared_points(const nlohmann::json& res);
 
+/// Per-kernel durations are judged (and fitted) from this many tokens per Attention rank up (issue 6:
+/// "per-kernel durations within 15% at T >= 128"; below, launch jitter dominates them).
+inline constexpr int kKernelDurationMinTokens = 128;
+
+/// The measured kernel spans of `c` that are judged: its timeline's when the case runs
+/// T >= kKernelDurationMinTokens, else none.
+const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c);
+
 /// Per-kernel durations of the scenario's measured timelines at T >= 128 (AFD `measured.kernels`),
 /// each against the run's own phase "devN/kernel" (end - start); kernels the model does not run on
 /// that device are skipped.
