@@ -1,5 +1,6 @@
 #include "models/params.hpp"
 
+#include "models/afd/afd.hpp"
 #include "models/afd/params.hpp"
 #include "models/gemm_ar.hpp"
 #include "models/gemm_ar_live.hpp"
@@ -17,4 +18,24 @@ const hw::ParamRegistry& builtin_registry() {
 }
 
 hw::Hardware load_hardware(const std::string& path) { return hw::Hardware::load(path, builtin_registry()); }
+
+std::vector<std::string> required_hardware_keys(const std::string& model, const hw::Hardware& hw) {
+  std::vector<std::string> keys;
+  auto required_of = [&](const std::vector<hw::ParamDecl>& decls) {
+    for (const auto& d : decls)
+      if (d.required) keys.push_back(d.key);
+  };
+  if (model == "gemm_ar" || model == "ttft") {  // ttft runs gemm_ar layers
+    required_of(gemm_ar_param_decls());
+  } else if (model == "gemm_ar_live" || model == "h200_probe") {
+    required_of(gemm_ar_live_param_decls());
+    // Declared by the gemm_ar module, read by the H200 pair's models (models/gemm_ar_live.cpp).
+    for (const char* k : {"gpu.compute_units", "gpu.hbm_capacity", "kernel.launch_gap", "links.per_direction",
+                          "links.read_efficiency", "lsa.remote_read_latency", "memory.fabric_bandwidth"})
+      keys.push_back(k);
+  } else if (model == "afd") {
+    keys = afd::hardware_keys(hw);
+  }
+  return keys;
+}
 }  // namespace fusesim::models

@@ -1,6 +1,9 @@
 // The parameter registry of every model in fusesim.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "hw/hardware.hpp"
 
 namespace fusesim::models {
@@ -9,4 +12,11 @@ namespace fusesim::models {
 const hw::ParamRegistry& builtin_registry();
 /// Load a hardware file against the builtin registry (see hw::Hardware::load for errors).
 hw::Hardware load_hardware(const std::string& path);
+/**
+ * Every hardware key the case runner `model` reads on `hw`, which a hardware file must set for it:
+ * gemm_ar and ttft: the gemm_ar module's required declarations; gemm_ar_live and h200_probe: that
+ * module's, plus the gemm_ar-module keys those models read (gpu.compute_units, memory.fabric_bandwidth,
+ * ...); afd: the keys its model reads on `hw`'s topology (afd::hardware_keys). Empty for other names.
+ */
+std::vector<std::string> required_hardware_keys(const std::string& model, const hw::Hardware& hw);
 }  // namespace fusesim::models

@@ -372,20 +372,9 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
   // The hardware must set every parameter the model requires: found here, before any case runs,
   // rather than mid-simulation.
   {
-    std::vector<hw::ParamDecl> decls;
-    if (sc.model == "gemm_ar" || sc.model == "ttft") decls = gemm_ar_param_decls();  // ttft runs gemm_ar layers
-    else if (sc.model == "gemm_ar_live" || sc.model == "h200_probe") decls = gemm_ar_live_param_decls();
-    else if (sc.model == "afd") decls = afd::afd_param_decls();
     std::vector<std::string> missing;
-    for (const auto& d : decls)
-      if (d.required && !hw.has(d.key)) missing.push_back(d.key);
-    // The H200 pair's models also read these, declared by the gemm_ar module (models/gemm_ar_live.cpp).
-    if (sc.model == "afd")
-      for (const auto& k : afd::missing_hardware_keys(hw)) missing.push_back(k);
-    if (sc.model == "gemm_ar_live" || sc.model == "h200_probe")
-      for (const char* k : {"gpu.compute_units", "gpu.hbm_capacity", "kernel.launch_gap", "links.per_direction",
-                            "links.read_efficiency", "lsa.remote_read_latency", "memory.fabric_bandwidth"})
-        if (!hw.has(k)) missing.push_back(k);
+    for (const auto& k : required_hardware_keys(sc.model, hw))
+      if (!hw.has(k)) missing.push_back(k);
     if (!missing.empty()) {
       constexpr size_t kShown = 10;
       std::string list = fmt::format("{}", fmt::join(missing.begin(), missing.begin() + std::min(missing.size(), kShown), ", "));

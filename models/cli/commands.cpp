@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -201,27 +202,24 @@ void register_all(CLI::App& app) {
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
                  src);
     }
-    // Which parameter sets the file completes: each module's required declarations it does not set.
-    const std::vector<std::pair<std::string, std::vector<hw::ParamDecl>>> modules{
-        {"gemm_ar", models::gemm_ar_param_decls()},
-        {"gemm_ar_live / h200_probe", models::gemm_ar_live_param_decls()},
-        {"afd", fusesim::afd::afd_param_decls()}};
-    for (const auto& [name, decls] : modules) {
+    // Which models the file can run: the keys each reads (models::required_hardware_keys) it sets,
+    // and the module's other declarations it sets.
+    const std::vector<std::tuple<std::string, std::string, std::vector<hw::ParamDecl>>> modules{
+        {"gemm_ar", "gemm_ar", models::gemm_ar_param_decls()},
+        {"gemm_ar_live / h200_probe", "gemm_ar_live", models::gemm_ar_live_param_decls()},
+        {"afd", "afd", fusesim::afd::afd_param_decls()}};
+    for (const auto& [name, model, decls] : modules) {
+      const auto needed = models::required_hardware_keys(model, hw);
       std::vector<std::string> missing;
-      int required = 0, optional = 0, optional_set = 0;
-      // The AFD model's required set depends on the hardware's topology (NVLink domain or pods).
-      const auto& afd_reads = fusesim::afd::hardware_keys(hw);
-      for (const auto& d : decls) {
-        const bool is_required =
-            name == "afd" ? std::find(afd_reads.begin(), afd_reads.end(), d.key) != afd_reads.end() : d.required;
-        if (is_required) {
-          ++required;
-          if (!hw.has(d.key)) missing.push_back(d.key);
-        } else {
+      for (const auto& k : needed)
+        if (!hw.has(k)) missing.push_back(k);
+      const int required = int(needed.size());
+      int optional = 0, optional_set = 0;
+      for (const auto& d : decls)
+        if (std::find(needed.begin(), needed.end(), d.key) == needed.end()) {
           ++optional;
           optional_set += hw.has(d.key) ? 1 : 0;
         }
-      }
       fmt::print("{}: {}/{} required and {}/{} optional parameters set{}{}{}\n", name, required - int(missing.size()),
                  required, optional_set, optional, missing.empty() ? "" : "; not set: ",
                  fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 6), ", "),
