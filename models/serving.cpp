@@ -74,13 +74,12 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
       base_params = br["params"];
       fused_params = fr["params"];
       for (auto* arm : {&base_params, &fused_params}) arm->erase("m"), arm->erase("m_padded");
-    }
-    if (chunks.empty())
       for (const char* key : {"n", "k", "world_size", "quant"})
-        if (br["params"][key] != fr["params"][key])
+        if (base_params[key] != fused_params[key])
           throw std::invalid_argument(fmt::format("ttft parameter 'fused' runs {} = {} but 'base' {} = {}: both arms must be "
                                                   "the same layer (n, k, world_size, quant)",
-                                                  key, fr["params"][key].dump(), key, br["params"][key].dump()));
+                                                  key, fused_params[key].dump(), key, base_params[key].dump()));
+    }
     const double b = br["predicted_us"].get<double>(), f = fr["predicted_us"].get<double>();
     delta_us += f - b;
     base_layer_us += b;
