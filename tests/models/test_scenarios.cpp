@@ -76,6 +76,28 @@ TEST(ScenarioHardware, TopologyKindMustBeOneTheModelsKnow) {
     EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", with("topology: {kind: " + kind + ", gpus: 8}")))) << kind;
 }
 
+namespace {
+/// Run a one-case scenario of `model` on hardware text `hw` (written as `name`.yaml); expect the
+/// FileError that run_scenario raises before any case runs, containing `needle` (after replacing
+/// "SCENARIO" and "HARDWARE" in it with the two files' paths).
+void expect_hardware_refused(const std::string& name, const std::string& hw, const std::string& model,
+                             const std::string& params, std::string needle) {
+  const std::string hwp = write_tmp(name + "-hw.yaml", hw);
+  const std::string p = write_tmp(name + ".yaml", "scenario: s\nmodel: " + model + "\nhardware: " + hwp +
+                                                      "\ncases:\n  - id: a\n    params: " + params + "\n");
+  for (const auto& [tag, path] : {std::pair<std::string, std::string>{"SCENARIO", p}, {"HARDWARE", hwp}})
+    if (const auto at = needle.find(tag); at != std::string::npos) needle.replace(at, tag.size(), path);
+  const auto sc = models::Scenario::load(p);
+  const auto h = models::load_scenario_hardware(sc);
+  try {
+    models::run_scenario(sc, h);
+    ADD_FAILURE() << "ran " << model << " on hardware lacking a parameter it needs";
+  } catch (const hw::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+}  // namespace
+
 TEST(ScenarioHardware, AParameterTheModelRequiresIsCheckedBeforeAnyCaseRuns) {
   // mi355x-8gpu.yaml without gemm.remote_store_rate: the gemm_ar model needs it (found mid-simulation
   // before, as a SystemC dump).
@@ -83,20 +105,9 @@ TEST(ScenarioHardware, AParameterTheModelRequiresIsCheckedBeforeAnyCaseRuns) {
   const size_t at = hw.find("  remote_store_rate:");
   ASSERT_NE(at, std::string::npos);
   hw.erase(at, hw.find('\n', at) + 1 - at);
-  const std::string hwp = write_tmp("no-store-rate.yaml", hw);
-  const std::string p = write_tmp("needs-store-rate.yaml", "scenario: s\nmodel: gemm_ar\nhardware: " + hwp +
-                                                                "\ncases:\n  - id: a\n    params: {mode: gemm-only, m: 4096}\n");
-  const auto sc = models::Scenario::load(p);
-  const auto h = models::load_scenario_hardware(sc);
-  try {
-    models::run_scenario(sc, h);
-    ADD_FAILURE() << "ran gemm_ar on hardware without gemm.remote_store_rate";
-  } catch (const hw::FileError& e) {
-    EXPECT_NE(std::string(e.what()).find(p + ":3: 'hardware': " + hwp +
-                                         " lacks gemm.remote_store_rate (required by the gemm_ar model; is this the right hardware file?)"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_hardware_refused("needs-store-rate", hw, "gemm_ar", "{mode: gemm-only, m: 4096}",
+                          "SCENARIO:3: 'hardware': HARDWARE lacks gemm.remote_store_rate (required by the gemm_ar model; "
+                          "is this the right hardware file?)");
 }
 
 TEST(ScenarioHardware, TheH200PairModelsNeedTheGemmKeysTheyRead) {
@@ -108,18 +119,8 @@ TEST(ScenarioHardware, TheH200PairModelsNeedTheGemmKeysTheyRead) {
   const size_t line2 = hw.find('\n', at) + 1;
   hw.erase(at, hw.find('\n', line2) + 1 - at);
   for (size_t pos; (pos = hw.find("file: ../")) != std::string::npos;) hw.replace(pos, 9, "file: " + kRoot + "/");
-  const std::string hwp = write_tmp("no-fabric.yaml", hw);
-  const std::string p = write_tmp("needs-fabric.yaml", "scenario: s\nmodel: h200_probe\nhardware: " + hwp +
-                                                           "\ncases:\n  - id: a\n    params: {probe: copy_hop, size_bytes: 4096}\n");
-  const auto sc = models::Scenario::load(p);
-  const auto h = models::load_scenario_hardware(sc);
-  try {
-    models::run_scenario(sc, h);
-    ADD_FAILURE() << "ran h200_probe on hardware without memory.fabric_bandwidth";
-  } catch (const hw::FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("lacks memory.fabric_bandwidth (required by the h200_probe model"), std::string::npos)
-        << e.what();
-  }
+  expect_hardware_refused("needs-fabric", hw, "h200_probe", "{probe: copy_hop, size_bytes: 4096}",
+                          "lacks memory.fabric_bandwidth (required by the h200_probe model");
 }
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
