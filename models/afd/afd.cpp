@@ -18,27 +18,59 @@
 namespace fusesim::afd {
 namespace {
 
-/// Finish signals transport SM `sm` posts for one source, and how many of its 8 channels
-/// (8*sm .. 8*sm+7) carried data. Every channel ends with a finish signal; with skip_empty_finish
-/// only channels with data do, plus one designated release per (source, pair) on SM 0 (AFD.md).
+/// Finish signals transport SM `sm` posts for one (source, destination) pair, and how many of them
+/// are data-less (the finish of a channel that carried nothing, and the designated release).
+/// Each SM drives channels 8*sm .. 8*sm+7; a channel with n tokens publishes its tail every 3
+/// linked-list rounds and finishes once at the end, floor(n/3)+1 atomics (AFD.md); an empty channel
+/// sends its finish only. With skip_empty_finish the empty channels send nothing and SM 0 sends one
+/// designated release per pair (AFD.md's proposed fix). `tokens_per_channel` holds the pair's
+/// tokens per channel (size C = 8 x SMs).
 std::pair<int, int> sm_finish_posts(const std::vector<int>& tokens_per_channel, int sm, bool skip_empty_finish) {
-  int posts = 0, data = 0;
+  int posts = 0, dataless = 0;
   for (int ch = 8 * sm; ch < 8 * sm + 8; ++ch) {
     const int n = tokens_per_channel[ch];
-    data += n > 0;
-    // A channel publishes its tail every 3 linked-list rounds and once at the end: floor(n/3)+1
-    // atomics for n tokens (AFD.md); an empty channel sends its finish only, unless skipped.
-    posts += (skip_empty_finish && n == 0) ? 0 : n / 3 + 1;
+    if (n > 0) posts += n / 3 + 1;
+    else if (!skip_empty_finish) { posts += 1; dataless += 1; }
   }
-  if (skip_empty_finish && sm == 0) posts += 1;  // the designated release per pair
-  return {posts, data};
+  if (skip_empty_finish && sm == 0) { posts += 1; dataless += 1; }
+  return {posts, dataless};
 }
 
 constexpr double kUs = 1e-6;
 
+/// GPUs per NIC on a pods topology: topology gpus_per_node / nics_per_node (both optional; one NIC
+/// per GPU when either is absent). Errors: std::invalid_argument when the ratio is not a whole
+/// number that divides gpus_per_pod (more NICs than GPUs per node is not modelled).
+int nic_sharing(const hw::Hardware& hw) {
+  const int P = hw.topology_int("gpus_per_pod", 4);
+  const int nics = hw.topology_int("nics_per_node", 0), gpus = hw.topology_int("gpus_per_node", 0);
+  if (nics == 0 && gpus == 0) return 1;
+  if (nics < 1 || gpus < 1)
+    throw std::invalid_argument(fmt::format(
+        "hardware '{}': topology needs both gpus_per_node and nics_per_node (>= 1) to place NICs, got {} and {}",
+        hw.name(), gpus, nics));
+  if (gpus % nics != 0 || P % (gpus / nics) != 0)
+    throw std::invalid_argument(fmt::format(
+        "hardware '{}': topology gpus_per_node {} / nics_per_node {} must be a whole number of GPUs per NIC that divides "
+        "gpus_per_pod {} (the pods model shares a NIC among GPUs of one pod; more NICs than GPUs is not modelled)",
+        hw.name(), gpus, nics, P));
+  return gpus / nics;
+}
+
 /// Per-token dispatch metadata: top-k expert ids and weights (4 B each) plus a 64-B header, which
 /// puts a BF16 hidden-2048 token at ~4.2 KB (AFD.md: "4096 B + metadata ~ 4.2 KB at top-k 8").
 double meta_bytes(int topk) { return topk * 8.0 + 64.0; }
+
+/// Bytes of one dispatched token: hidden x payload bytes, plus one fp32 scale per 128 elements when
+/// the payload is fp8 (DeepEP's fp8 dispatch layout), plus the routing metadata.
+double dispatch_token_bytes(const AfdCase& c) {
+  const double scales = c.dtype_bytes == 1 ? std::ceil(c.hidden / 128.0) * 4.0 : 0.0;
+  return double(c.hidden) * c.dtype_bytes + scales + meta_bytes(c.topk);
+}
+
+/// Bytes of one combined (reduced or expert) row: the combine runs in bf16 whatever the dispatch
+/// payload (DeepEP combines bf16; an fp8 dispatch does not shrink the combine), fp32 stays fp32.
+double combine_row_bytes(const AfdCase& c) { return double(c.hidden) * std::max(2, c.dtype_bytes); }
 
 /// Channel of token t of source `src` among `sources`: t mod C, or rotated by src*C/sources.
 int channel_of(int t, int src, int sources, int C, bool rotate) {
@@ -91,11 +123,13 @@ void run_nvlink(Ctx& x) {
   int combine_sms_ffn = c.ffn_combine_sms > 0 ? c.ffn_combine_sms : combine_sms_attn;
   (void)combine_sms_attn;
   const Routing r = route(A, F, T, c.topk, c.experts, c.capacity, c.seed);
-  const double tok = double(c.hidden) * c.dtype_bytes;
-  const double dtok = tok + meta_bytes(c.topk);
+  const double tok = combine_row_bytes(c);       // combine rows (bf16)
+  const double xtok = double(c.hidden) * c.dtype_bytes;  // an expanded row in the dispatch dtype
+  const double dtok = dispatch_token_bytes(c);    // a dispatched token on the wire
   const double gap = x.P("afd.kernel_gap");
   const double nvl_lat = x.P("nvlink.latency");
-  const double port = x.P("nvlink.sm_store_peak");
+  // A GPU's NVLink egress/ingress: what its SMs' stores reach, capped by the links' per-direction rate.
+  const double port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
   auto& sim = x.sim;
   auto& net = x.net;
 
@@ -250,7 +284,7 @@ void run_nvlink(Ctx& x) {
   for (int f = 0; f < F; ++f) {
     for (int a = 0; a < A; ++a) {
       in_bytes[f] += r.tokens_to[a][f] * dtok;
-      rows_bytes[f] += r.rows_to[a][f] * tok;
+      rows_bytes[f] += r.rows_to[a][f] * xtok;
     }
   }
   auto end_dispatch = [&](int d, double t_end) {
@@ -418,11 +452,13 @@ void run_pods(Ctx& x) {
   const bool masked = c.path == "masked";
   const int sms = c.transport_sms, C = channels_of(sms);
   const Routing r = route(A, F, T, c.topk, c.experts, c.capacity, c.seed);
-  const double tok = double(c.hidden) * c.dtype_bytes, dtok = tok + meta_bytes(c.topk);
+  const double tok = combine_row_bytes(c), xtok = double(c.hidden) * c.dtype_bytes,
+               dtok = dispatch_token_bytes(c);
   auto& sim = x.sim;
   auto& net = x.net;
   const double gap = x.P("afd.kernel_gap"), wire = x.P("nic.wire_latency");
-  const double nicbw = x.P("nic.payload_bandwidth"), port = x.P("nvlink.sm_store_peak");
+  const double nicbw = x.P("nic.payload_bandwidth"),
+               port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
   const double t_db = x.P("nic.doorbell_cost"), t_req = x.P("nic.atomic_requester_cost"),
                t_resp = x.P("nic.atomic_responder_cost"), t_cpl = x.P("nic.completion_cost"),
                t_poll = x.P("nic.full_queue_poll");
@@ -431,20 +467,36 @@ void run_pods(Ctx& x) {
   auto dev = [&](int a) { return F + a; };
   auto rail = [&](int a) { return (a % P) % F; };
 
+  // NICs: gpus_per_node / nics_per_node GPUs of a pod share one (1 on H100 HGX: 8 NICs for 8 GPUs,
+  // rail-optimised); the NIC is named after the first GPU that uses it. validate() checks the ratio.
+  const int gpus_per_nic = nic_sharing(x.hw);
+  auto nic_of = [&](int g) {
+    const int l = g < F ? g : (g - F) % P;  // local index within its pod
+    return g - l + (l / gpus_per_nic) * gpus_per_nic;
+  };
   std::vector<sim::ResourceId> tx(N), rx(N), eg(N), in(N), fwd(F), hbm(N);
   for (int g = 0; g < N; ++g) {
-    tx[g] = net.add_resource(fmt::format("nic{}/tx", g), nicbw);
-    rx[g] = net.add_resource(fmt::format("nic{}/rx", g), nicbw);
+    if (nic_of(g) == g) {
+      tx[g] = net.add_resource(fmt::format("nic{}/tx", g), nicbw);
+      rx[g] = net.add_resource(fmt::format("nic{}/rx", g), nicbw);
+    } else {
+      tx[g] = tx[nic_of(g)];
+      rx[g] = rx[nic_of(g)];
+    }
     eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
     in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
     hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
                               x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
   }
   for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.P("hybrid.forward_bandwidth"));
-  std::vector<std::unique_ptr<sim::OpServer>> req(N), resp(N);
+  std::vector<std::unique_ptr<sim::OpServer>> nic_servers;
+  std::vector<sim::OpServer*> req(N), resp(N);
   for (int g = 0; g < N; ++g) {
-    req[g] = std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/requester", g), t_req);
-    resp[g] = std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/responder", g), t_resp);
+    if (nic_of(g) != g) { req[g] = req[nic_of(g)]; resp[g] = resp[nic_of(g)]; continue; }
+    nic_servers.push_back(std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/requester", g), t_req));
+    req[g] = nic_servers.back().get();
+    nic_servers.push_back(std::make_unique<sim::OpServer>(sim, fmt::format("nic{}/responder", g), t_resp));
+    resp[g] = nic_servers.back().get();
   }
   x.res.nics.resize(N);
   for (int g = 0; g < N; ++g) x.res.nics[g] = {g, g < F ? "ffn" : "attention"};
@@ -456,9 +508,22 @@ void run_pods(Ctx& x) {
     else for (int f = 0; f < F; ++f) srcs[f].push_back(a);
   }
   // Channel occupancy per (source, channel): tokens; per (FFN, channel): tokens over its sources.
+  // Hybrid: every token of a source rides its channel to the rail peer (which forwards it), so the
+  // channel's linked list holds all of them. Direct: each FFN destination has its own list per
+  // channel, holding only the tokens that hit it.
   std::vector<std::vector<int>> ch_tokens(A, std::vector<int>(C, 0));
+  std::vector<std::vector<int>> ch_tokens_to(c.hybrid ? 0 : size_t(A) * F, std::vector<int>(C, 0));
   for (int a = 0; a < A; ++a)
-    for (int t = 0; t < T; ++t) ch_tokens[a][channel_of(t, a, A, C, c.rotate_channels)]++;
+    for (int t = 0; t < T; ++t) {
+      const int ch = channel_of(t, a, A, C, c.rotate_channels);
+      ch_tokens[a][ch]++;
+      if (!c.hybrid)
+        for (int f = 0; f < F; ++f)
+          if (r.hits[a][t] >> f & 1) ch_tokens_to[size_t(a) * F + f][ch]++;
+    }
+  auto pair_channels = [&](int a, int f) -> const std::vector<int>& {
+    return c.hybrid ? ch_tokens[a] : ch_tokens_to[size_t(a) * F + f];
+  };
 
   /// Post a group of finish signals from an SM of device `from` to device `to`: the SM pays the
   /// doorbell (+ completion, + poll when the queue pair is full) per post, the requester NIC its
@@ -526,9 +591,9 @@ void run_pods(Ctx& x) {
       std::vector<std::tuple<int, int, int, int, int>> todo;  // a, sm, posts, resp_ops, inline
       for (int a : srcs[f]) {
         for (int s = 0; s < sms; ++s) {
-          const auto [posts, data] = sm_finish_posts(ch_tokens[a], s, c.skip_empty_finish);
+          const auto [posts, dataless] = sm_finish_posts(pair_channels(a, f), s, c.skip_empty_finish);
           if (posts == 0) continue;
-          const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
+          const int inl = c.inline_finish ? dataless : 0;
           // The Attention NIC sees C*F in (AFD.md): every channel's finish counts once per FFN rank.
           const int rops = (posts - inl) * (c.hybrid ? F : 1);
           todo.emplace_back(a, s, posts, rops, inl);
@@ -578,7 +643,7 @@ void run_pods(Ctx& x) {
   auto ffn_epilogue = [&](int f) {
     const double t0 = sim.now();
     double bytes = 0;
-    for (int a = 0; a < A; ++a) bytes += r.tokens_to[a][f] * dtok + r.rows_to[a][f] * tok;
+    for (int a = 0; a < A; ++a) bytes += r.tokens_to[a][f] * dtok + r.rows_to[a][f] * xtok;
     sim::FlowSpec fs;
     fs.name = fmt::format("expand gpu{}", f);
     fs.bytes = bytes;
@@ -656,8 +721,8 @@ void run_pods(Ctx& x) {
         for (int s : srcs[f]) is_src |= s == a;
         if (!is_src) continue;
         for (int s = 0; s < sms; ++s) {
-          const auto [posts, data] = sm_finish_posts(ch_tokens[a], s, c.skip_empty_finish);
-          const int inl = c.inline_finish ? posts - std::min(posts, data) : 0;
+          const auto [posts, dataless] = sm_finish_posts(pair_channels(a, f), s, c.skip_empty_finish);
+          const int inl = c.inline_finish ? dataless : 0;
           const int rops = posts - inl;
           const int nposts = posts * (c.hybrid ? F : 1);
           todo.emplace_back(f, s, nposts, rops, inl * (c.hybrid ? F : 1));
@@ -724,7 +789,7 @@ const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
   // The hardware parameters each topology's model reads (run_nvlink / run_pods); the registry cannot
   // mark them required, since the NVLink domain and the pods read different sets.
   static const std::vector<std::string> nvlink_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
+      "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
       "afd.combine_gather_peak", "afd.combine_per_dest", "afd.combine_row_rate", "afd.combine_store_peak",
       "afd.combine_store_per_sm", "afd.combine_token_latency", "afd.combine_warps_per_sm", "afd.count_issue_share",
       "afd.dispatch_exit_lead", "afd.dispatch_finish", "afd.dispatch_fixed", "afd.epilogue_efficiency",
@@ -733,7 +798,7 @@ const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
       "masked.count_delay", "masked.dispatch_exit_lead", "masked.dispatch_extra", "masked.idle_epilogue",
       "masked.idle_launch_lead", "masked.idle_tail", "masked.per_source", "afd.collect_offset", "afd.timer_offset"};
   static const std::vector<std::string> pods_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.sm_store_peak", "afd.combine_finish",
+      "gpu.hbm_copy_bandwidth", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish",
       "afd.dispatch_finish", "afd.epilogue_efficiency", "afd.epilogue_fixed", "afd.exchange_gap", "afd.kernel_gap",
       "afd.timer_offset", "hybrid.combine_fixed", "hybrid.combine_row_serial", "hybrid.direct_fixed",
       "hybrid.dispatch_fixed", "hybrid.exit_per_source", "hybrid.forward_bandwidth", "hybrid.forward_per_token",
@@ -775,6 +840,11 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
   const bool pods = hw.topology_kind() == "pods";
   const int domain = pods ? hw.topology_int("gpus_per_pod", 4) : hw.gpus();
   if (pods && c.ffn_ranks > domain) bad("ffn_ranks", fmt::format("must fit one pod of {} GPUs, got {}", domain, c.ffn_ranks));
+  if (pods && c.hybrid && c.ffn_ranks != domain)
+    bad("ffn_ranks", fmt::format("must be {} (one FFN GPU per rail of a {}-GPU pod) with 'hybrid': rail-matched forwarding sends "
+                                 "Attention local rank l's traffic to FFN GPU l; got {} (use hybrid: false for direct sends)",
+                                 domain, domain, c.ffn_ranks));
+  if (pods) nic_sharing(hw);
   if (c.attention_ranks + c.ffn_ranks > hw.gpus())
     bad("attention_ranks", fmt::format("+ 'ffn_ranks' = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
   if (c.tokens < 1 || c.tokens > kMaxTokens)

@@ -34,7 +34,7 @@ struct AfdCase {
   int ffn_combine_sms = 0;     ///< FFN-only combine grid (AFDEP_SCRATCH_FFN_COMBINE_SMS); 0 = off
   bool grid_sync_exit = false; ///< AFDEP_GRID_SYNC_EXIT: FFN combine exits through one grid sync
   int hidden = 2048;           ///< hidden size (elements per token)
-  int dtype_bytes = 2;         ///< payload bytes per element (bf16 = 2)
+  int dtype_bytes = 2;         ///< dispatch payload bytes per element (bf16 = 2; fp8 = 1 plus an fp32 scale per 128 elements); the combine stays bf16 (fp32 payload: fp32)
   int topk = 8;                ///< experts per token
   int experts = 128;           ///< E, spread evenly over the F FFN ranks
   int capacity = 2048;         ///< max tokens per expert per source rank (excess rows dropped)
@@ -65,17 +65,19 @@ inline int channels_of(int transport_sms) { return 8 * transport_sms; }
 
 /**
  * Random top-k routing with a fixed seed: for every source (Attention) rank and token, k distinct
- * experts drawn uniformly from E; expert e lives on FFN rank e / (E/F). Counts per (source, FFN):
+ * experts drawn uniformly from E; expert e lives on FFN rank e / (E/F). Each source draws from its
+ * own stream (seeded from seed and the source index), so a source's first T tokens route the same
+ * way at every T and for any number of sources. Counts per (source, FFN):
  * tokens that hit the FFN at least once (dispatch sends a token once per FFN rank) and expert rows.
  * Capacity: rows beyond `capacity` per (source, expert) are dropped (never at the seed's sizes).
- * Errors: std::invalid_argument if k > E, E % F != 0, or any count < 1.
+ * Errors: std::invalid_argument if k > E, k > 65535, E % F != 0, F > 32, or any count < 1.
  */
 struct Routing {
   int sources = 0, ffn = 0, tokens = 0;
   /// hits[s][t] = bitmask of FFN ranks hit by token t of source s (F <= 32).
   std::vector<std::vector<uint32_t>> hits;
   /// rows[s][t * F + f] = expert rows of token t of source s on FFN f.
-  std::vector<std::vector<uint8_t>> rows;
+  std::vector<std::vector<uint16_t>> rows;
   std::vector<std::vector<int>> tokens_to;  ///< [s][f] tokens of s that hit f
   std::vector<std::vector<int>> rows_to;    ///< [s][f] expert rows of s on f
   int dropped_rows = 0;
@@ -124,16 +126,19 @@ const std::vector<std::string>& hardware_keys(const hw::Hardware& hw);
 std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw);
 
 /**
- * Simulate one exchange on the engine (one sim::Simulation per call). The NVLink-domain model runs
- * when attention_ranks + ffn_ranks fit in one NVLink domain of `hw` (topology gpus, or gpus_per_pod
- * for pods); otherwise the cross-node model (pods of gpus_per_pod, FFN pod + S Attention pods,
- * S = attention_ranks / gpus_per_pod) with NICs as OpServers and RDMA payload as flows.
+ * Simulate one exchange on the engine (one sim::Simulation per call). The model follows the
+ * hardware's topology kind: on a single NVLink domain (kind other than pods) the NVLink-domain model;
+ * on `pods` always the cross-node model, even for a split that would fit one pod (the FFN pod plus
+ * S = ceil(attention_ranks / gpus_per_pod) Attention pods, the last one possibly partial), with NICs
+ * as OpServers and RDMA payload as flows; GPUs share a NIC when topology gpus_per_node /
+ * nics_per_node > 1. With `hybrid`, ffn_ranks must equal gpus_per_pod (one FFN GPU per rail).
  * trace (optional): one lane per device's kernels ("gpuN/kernels") and per NIC ("nicN/requester",
  * "nicN/responder"), plus the engine's own flow lanes.
  * Errors: std::invalid_argument whose first quoted word is the offending key ("afd case: 'tokens'
  * must be in 1..1048576, got 0") for impossible cases (ranks < 1, T outside 1..kMaxTokens, SMs out
  * of 1..gpu.sm_count, unknown path, split not fitting the hardware, an InfiniBand-only switch on
- * hardware without a NIC); std::out_of_range if the hardware file lacks a parameter the model needs.
+ * hardware without a NIC, hybrid with ffn_ranks != gpus_per_pod, a NIC ratio that does not divide
+ * a pod); std::out_of_range if the hardware file lacks a parameter the model needs.
  */
 AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink* trace = nullptr);
 

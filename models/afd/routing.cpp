@@ -19,18 +19,22 @@ Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int
   if (experts % ffn_ranks != 0)
     throw std::invalid_argument(fmt::format("route: experts {} not divisible by ffn_ranks {}", experts, ffn_ranks));
   if (ffn_ranks > 32) throw std::invalid_argument("route: at most 32 FFN ranks");
+  if (topk > 65535) throw std::invalid_argument(fmt::format("route: topk {} > 65535", topk));
   Routing r;
   r.sources = sources;
   r.ffn = ffn_ranks;
   r.tokens = tokens;
   r.hits.assign(sources, std::vector<uint32_t>(tokens, 0));
-  r.rows.assign(sources, std::vector<uint8_t>(size_t(tokens) * ffn_ranks, 0));
+  r.rows.assign(sources, std::vector<uint16_t>(size_t(tokens) * ffn_ranks, 0));
   r.tokens_to.assign(sources, std::vector<int>(ffn_ranks, 0));
   r.rows_to.assign(sources, std::vector<int>(ffn_ranks, 0));
   const int per_rank = experts / ffn_ranks;
-  std::mt19937_64 rng(seed);
   std::vector<int> ids(experts);
   for (int s = 0; s < sources; ++s) {
+    // One stream per source: token t of source s draws the same experts whatever T and the other
+    // sources are, so one more token only adds work (monotonic in T).
+    std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(s)};
+    std::mt19937_64 rng(seq);
     std::vector<int> load(experts, 0);
     for (int t = 0; t < tokens; ++t) {
       std::iota(ids.begin(), ids.end(), 0);

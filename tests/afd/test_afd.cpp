@@ -79,6 +79,139 @@ TEST(AfdRouting, SameSeedSameRouting) {
   EXPECT_EQ(a.hits, b.hits);
 }
 
+TEST(AfdRouting, OneStreamPerSourceSoMoreTokensOnlyAddWork) {
+  // A source's first T tokens route the same at every T and for any number of sources.
+  const Routing small = route(2, 2, 100, 8, 128, 2048, 4), big = route(3, 2, 101, 8, 128, 2048, 4);
+  for (int s = 0; s < 2; ++s)
+    for (int t = 0; t < 100; ++t) {
+      EXPECT_EQ(small.hits[s][t], big.hits[s][t]) << "source " << s << " token " << t;
+      for (int f = 0; f < 2; ++f) EXPECT_EQ(small.rows[s][t * 2 + f], big.rows[s][t * 2 + f]);
+    }
+}
+
+TEST(AfdRouting, TopkAbove255RowsPerFfnDoNotWrap) {
+  // 512 experts on one FFN rank, top-k 256: every token has 256 rows there (a uint8 count wrapped to 0).
+  const Routing r = route(1, 1, 4, 256, 512, 1 << 20, 4);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(r.rows[0][t], 256);
+  EXPECT_EQ(r.rows_to[0][0], 1024);
+}
+
+TEST(AfdModel, ExchangeTimeNeverFallsWithOneMoreToken) {
+  // 2A:2F on the NVLink domain, T = 1..160: with one routing stream per source, T+1 adds a token.
+  AfdCase c;
+  c.attention_ranks = 2;
+  c.ffn_ranks = 2;
+  double prev = 0;
+  for (int T = 1; T <= 160; ++T) {
+    c.tokens = T;
+    const double t = simulate_afd(h200(), c, nullptr).exchange_us;
+    EXPECT_GE(t, prev - 1e-6) << "T=" << T;
+    prev = t;
+  }
+}
+
+TEST(AfdModel, Fp8PayloadHalvesTheDispatchNotTheCombine) {
+  // fp8 dispatch: 1 B per element + an fp32 scale per 128; the combine stays bf16. So fp8 at hidden h
+  // is no longer the bf16 case at h/2, and the FFN-only combine is the same for bf16 and fp8.
+  AfdCase b;
+  b.attention_ranks = 2;
+  b.ffn_ranks = 2;
+  b.tokens = 2048;
+  b.hidden = 7168;
+  AfdCase f8 = b, half = b;
+  f8.dtype_bytes = 1;
+  half.hidden = 3584;
+  const AfdResult rb = simulate_afd(h200(), b, nullptr), r8 = simulate_afd(h200(), f8, nullptr),
+                  rh = simulate_afd(h200(), half, nullptr);
+  EXPECT_LT(r8.exchange_us, rb.exchange_us);
+  EXPECT_GT(r8.exchange_us, rh.exchange_us + 1.0);
+  EXPECT_NEAR(r8.extra.at("dispatch_bytes") / rb.extra.at("dispatch_bytes"),
+              (7168.0 + 56 * 4 + 8 * 8 + 64) / (2 * 7168.0 + 8 * 8 + 64), 1e-9);
+  auto combine_of = [](const AfdResult& r, int dev) {
+    for (const auto& k : r.kernels)
+      if (k.device == dev && k.kernel == "combine_impl") return k.end_us - k.start_us;
+    return -1.0;
+  };
+  EXPECT_NEAR(combine_of(r8, 0), combine_of(rb, 0), 0.02 * combine_of(rb, 0));
+}
+
+TEST(AfdNicOps, InlineFinishOnlyConvertsEmptyChannels) {
+  // 4F:4A hybrid, 24 SMs (C = 192): at T = 1000 every channel carries data, so inline_finish converts
+  // nothing; at T = 1 all channels but one are empty and 191 of 192 finishes become inline writes.
+  for (int T : {1, 1000}) {
+    AfdCase c = cross(4, T, 24), i = c;
+    i.inline_finish = true;
+    const AfdResult r = simulate_afd(h100(), c, nullptr), ri = simulate_afd(h100(), i, nullptr);
+    for (int f = 0; f < 4; ++f) {
+      const long expect_inline = T == 1 ? 191 : 0;
+      EXPECT_EQ(r.nics[f].atomics_in - ri.nics[f].atomics_in, expect_inline) << "T=" << T;
+    }
+    if (T == 1000) EXPECT_NEAR(ri.exchange_us, r.exchange_us, 1e-9);
+  }
+}
+
+TEST(AfdNicOps, DirectModeCountsEachDestinationsOwnTokens) {
+  // Direct sends: one linked list per (channel, source, FFN), so the tail publications count only the
+  // tokens that hit that FFN: fewer atomics than hybrid's whole-channel count at large T.
+  AfdCase h = cross(4, 2048, 24), d = h;
+  d.hybrid = false;
+  const AfdResult rh = simulate_afd(h100(), h, nullptr), rd = simulate_afd(h100(), d, nullptr);
+  // hybrid: each FFN NIC serves its rail source's 192 channels, 2048 tokens: 128 channels of 11
+  // tokens (4 atomics) and 64 of 10 (4): 768.
+  EXPECT_EQ(rh.nics[0].atomics_in, 768);
+  // direct: 4 sources, each channel holds ~10.7 x P(hit) tokens for this FFN (< 11): fewer per source.
+  EXPECT_LT(rd.nics[0].atomics_in, 4 * 768);
+  EXPECT_GT(rd.nics[0].atomics_in, 4 * 192);
+}
+
+TEST(AfdModel, SharedNicsSlowTheCrossNodeExchange) {
+  // gpus_per_node / nics_per_node = 4: the four Attention GPUs of a pod share one NIC.
+  const std::string path = ::testing::TempDir() + "/pods-2nic.yaml";
+  {
+    std::ifstream in(kRoot + "/hw/h100-ib-pods.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "gpus_per_node: 8, nics_per_node: 8";
+    ASSERT_NE(text.find(from), std::string::npos);
+    text.replace(text.find(from), from.size(), "gpus_per_node: 8, nics_per_node: 2");
+    std::ofstream(path) << text;
+  }
+  const hw::Hardware shared = hw::Hardware::load(path, reg());
+  const AfdCase c = cross(4, 1024, 24);
+  EXPECT_GT(simulate_afd(shared, c, nullptr).exchange_us, 1.5 * simulate_afd(h100(), c, nullptr).exchange_us);
+}
+
+TEST(AfdModel, HybridNeedsOneFfnGpuPerRail) {
+  AfdCase c = cross(4, 8, 24);
+  c.ffn_ranks = 3;
+  c.experts = 96;
+  try {
+    (void)simulate_afd(h100(), c, nullptr);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'ffn_ranks' must be 4 (one FFN GPU per rail"), std::string::npos) << e.what();
+  }
+  c.hybrid = false;
+  EXPECT_GT(simulate_afd(h100(), c, nullptr).exchange_us, 0.0);
+}
+
+TEST(AfdModel, NvlinkPerDirectionCapsTheDomain) {
+  const std::string path = ::testing::TempDir() + "/nvl-slow.yaml";
+  {
+    std::ifstream in(kRoot + "/hw/h200-4gpu-nvlink.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "per_direction: {value: \"450GBps\"";
+    ASSERT_NE(text.find(from), std::string::npos);
+    text.replace(text.find(from), from.size(), "per_direction: {value: \"45GBps\"");
+    std::ofstream(path) << text;
+  }
+  const hw::Hardware slow = hw::Hardware::load(path, reg());
+  AfdCase c;
+  c.attention_ranks = 2;
+  c.ffn_ranks = 2;
+  c.tokens = 512;
+  EXPECT_GT(simulate_afd(slow, c, nullptr).exchange_us, 2.0 * simulate_afd(h200(), c, nullptr).exchange_us);
+}
+
 TEST(AfdChannels, EightPerTransportSm) { EXPECT_EQ(channels_of(24), 192); }
 
 TEST(AfdNicOps, FfnNicSeesTwoCSAtomicsPerRoundTripAtT1) {
@@ -251,7 +384,8 @@ TEST(AfdModel, CombineWarpsAreSplitOverAllRanksOfTheDomain) {
   // (The measured FFN combines are 86 vs 82 us; with the file's fitted values the model puts 2A:2F
   // at ~1.3x, a known kernel-duration miss listed in scenarios/h200x4-afd-timelines.yaml.)
   hw::Hardware warps_bind = h200();
-  for (const char* k : {"afd.combine_store_peak", "nvlink.sm_store_peak", "afd.combine_row_rate", "afd.combine_gather_peak"})
+  for (const char* k : {"afd.combine_store_peak", "nvlink.sm_store_peak", "nvlink.per_direction", "afd.combine_row_rate",
+                        "afd.combine_gather_peak"})
     warps_bind.set_si(k, 1e13);
   warps_bind.set_si("afd.combine_store_per_sm", 0);
   warps_bind.set_si("afd.combine_token_latency", 3.4e-6);
@@ -575,7 +709,7 @@ TEST(AfdCaseParams, HardwareWithoutTheAfdParametersIsNamedBeforeAnySimulation) {
     (void)simulate_afd(mi, c, nullptr);
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_TRUE(has(e.what(), "hardware 'mi355x-8gpu' lacks 36 parameter(s) the afd model reads")) << e.what();
+    EXPECT_TRUE(has(e.what(), "hardware 'mi355x-8gpu' lacks 37 parameter(s) the afd model reads")) << e.what();
     EXPECT_TRUE(has(e.what(), "nvlink.latency")) << e.what();
   }
 }
