@@ -123,6 +123,62 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
   return out;
 }
 
+/// How messages name case `i` of `cases`: `cases[ID]` when the case is a mapping with exactly one
+/// `id` key holding a non-empty name, else `cases[INDEX]` (0-based), as Scenario::load does.
+std::string case_key(const YAML::Node& cnode, size_t i) {
+  if (cnode.IsMap()) {
+    int n = 0;
+    YAML::Node idn;
+    for (auto it = cnode.begin(); it != cnode.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == "id") {
+        ++n;
+        idn = it->second;
+      }
+    if (n == 1 && idn.IsScalar() && idn.Scalar().find_first_not_of(" \t") != std::string::npos) return "cases[" + idn.Scalar() + "]";
+  }
+  return fmt::format("cases[{}]", i);
+}
+
+/// The first key given twice in one mapping, found in the order hw::load_yaml_map looks (depth
+/// first, file order), named with the case's id under `cases` (hw::load_yaml_map only knows the
+/// index). Throws that FileError; returns when there is none.
+void throw_duplicate_key_by_case(const YAML::Node& n, const std::string& path, const std::string& where) {
+  if (n.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+      const std::string here = where.empty() ? k : where + "." + k;
+      if (!seen.insert(k).second) throw FileError(path, it->first.Mark().line + 1, here, "key given twice in the same mapping");
+      if (where.empty() && k == "cases" && it->second.IsSequence()) {
+        for (size_t i = 0; i < it->second.size(); ++i)
+          throw_duplicate_key_by_case(it->second[i], path, case_key(it->second[i], i));
+      } else {
+        throw_duplicate_key_by_case(it->second, path, here);
+      }
+    }
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) throw_duplicate_key_by_case(n[i], path, where + "[" + std::to_string(i) + "]");
+  }
+}
+
+/// The scenario file's top-level mapping (hw::load_yaml_map), a key given twice inside a case being
+/// named `cases[ID]...` like every other error of a case with an id.
+YAML::Node load_scenario_root(const std::string& path) {
+  try {
+    return hw::load_yaml_map(path, "scenario file");
+  } catch (const FileError&) {
+    YAML::Node again;
+    bool parsed = true;
+    try {
+      again = YAML::LoadFile(path);
+    } catch (const YAML::Exception&) {
+      parsed = false;  // not a duplicate key (the file does not parse): keep the loader's own error
+    }
+    if (parsed) throw_duplicate_key_by_case(again, path, "");
+    throw;
+  }
+}
+
 bool matches(const YAML::Node& params, const YAML::Node& at) {
   for (auto it = at.begin(); it != at.end(); ++it) {
     const auto p = params[it->first.as<std::string>()];
@@ -136,7 +192,7 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 Scenario Scenario::load(const std::string& path) try {
   Scenario sc;
   sc.path = path;
-  const YAML::Node root = hw::load_yaml_map(path, "scenario file");
+  const YAML::Node root = load_scenario_root(path);
   hw::reject_extra_documents(path, "scenario file");
   check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes",
                     "kernel_durations"}, path, "");

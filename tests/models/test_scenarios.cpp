@@ -123,13 +123,33 @@ TEST(ScenarioHardware, TheH200PairModelsNeedTheGemmKeysTheyRead) {
                           "lacks memory.fabric_bandwidth (required by the h200_probe model");
 }
 
+TEST(ScenarioLoader, AKeyGivenTwiceInACaseNamesTheCaseById) {
+  // hw::load_yaml_map finds the repeated key and names the case by index; the scenario loader names
+  // it by its id, as every other error of a case with an id.
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
+  expect_file_error(head + "cases:\n  - id: a\n    params: {m: 1}\n  - id: c\n    params: {tokens: 1, tokens: 2}\n",
+                    "'cases[c].params.tokens': key given twice in the same mapping", 8);
+  // the id given after the repeated key, and a repeat inside a measured list entry
+  expect_file_error(head + "cases:\n  - params: {m: 1, m: 2}\n    id: late\n", "'cases[late].params.m': key given twice", 5);
+  expect_file_error(head + "cases:\n  - id: b\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, value_us: 2, source: x}\n",
+                    "'cases[b].measured[0].value_us': key given twice", 8);
+  // no usable id (none, empty, or the id itself repeated): the index, as before
+  expect_file_error(head + "cases:\n  - params: {m: 1, m: 2}\n", "'cases[0].params.m': key given twice", 5);
+  expect_file_error(head + "cases:\n  - {id: \"\", params: {m: 1, m: 2}}\n", "'cases[0].params.m': key given twice", 5);
+  expect_file_error(head + "cases:\n  - {id: x, id: y}\n", "'cases[0].id': key given twice", 5);
+  // outside the cases, the loader's own naming
+  expect_file_error(head + "defaults: {m: 1, m: 2}\ncases:\n  - id: a\n", "'defaults.m': key given twice", 4);
+  expect_file_error(head + "model: afd\ncases:\n  - id: a\n", "'model': key given twice", 4);
+}
+
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
   expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
   expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
   expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
-  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n", "given twice", 7);
+  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n",
+                    "'cases[a].params.mode': key given twice in the same mapping", 7);
   expect_file_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
   expect_file_error(head + "cases: []\n", "cases", 4);
   expect_file_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "'cases[0].id': is empty", 5);
