@@ -19,6 +19,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kBf16 = 2, kFp8 = 1, kScale = 4;  // bytes per element / per fp32 scale
 constexpr int kBlockN = 256, kBlockK = 128;         // mori gemm_ar tile (GEMM_AR.md)
+// Work-items one CU holds at once: 4 SIMDs x 8 wave slots x 64 lanes (AMD CDNA3 ISA reference; assumed
+// unchanged on gfx950). Blocks beyond what the CUs hold wait for a slot, so they add no loads in flight.
+constexpr double kMaxThreadsPerCu = 2048;
 
 using hw::ParamDecl;
 using hw::Quantity;
@@ -95,6 +98,7 @@ std::vector<ParamDecl> gemm_ar_param_decls() {
 int block_m(const std::string& quant) { return quant == "blockscale" ? 128 : 256; }
 
 int64_t padded_m(const GemmArConfig& c) {
+  if (c.mode == "rccl") return c.m;  // a framework GEMM + all-reduce: no row bands to pad for
   const int64_t q = int64_t(c.world_size) * block_m(c.quant);
   return (c.m + q - 1) / q * q;
 }
@@ -174,6 +178,10 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
   if (c.fuse_reduce_push && c.gather_transport == "lsa")
     bad("fuse_reduce_push", "pushes the gather over SDMA; it cannot be combined with gather_transport: lsa");
   if (c.fuse_reduce_push && c.mode != "fused-sdma") bad("fuse_reduce_push", "is only offered with mode fused-sdma");
+  if (c.fuse_reduce_push && fp8)
+    bad("fuse_reduce_push", "pushes the reduced bf16 slice from inside the reduce; with gather_dtype: fp8 there is a quantize "
+                            "between the two, and no source describes or measures a fused fp8 push (seed 000 measures the "
+                            "bf16 wire only): use gather_dtype: bf16, or fuse_reduce_push: false");
   if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
   if (hw.has("gpu.hbm_capacity")) {
     // The window plus the GEMM's operands must fit in one GPU's HBM.
@@ -218,9 +226,13 @@ class Node {
                                                             hw.get("sdma.command_latency"));
       }
     }
+    // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
+    // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
-      for (int r = 0; r < ws; ++r)
-        pcie_.push_back(net.add_resource(fmt::format("gpu{}/pcie", r), hw.get("pcie.window_write_rate")));
+      for (int r = 0; r < ws; ++r) {
+        pcie_.push_back(net.add_resource(fmt::format("gpu{}/pcie-to-host", r), hw.get("pcie.window_write_rate")));
+        pcie_rd_.push_back(net.add_resource(fmt::format("gpu{}/pcie-from-host", r), hw.get("pcie.window_write_rate")));
+      }
   }
 
   sim::ResourceId mem(int r) const { return mem_[r]; }
@@ -241,20 +253,28 @@ class Node {
   sim::PathHop window_hop(int d, double w = 1.0) const {
     return c.window_in_host_memory ? sim::PathHop{pcie_[d], w} : sim::PathHop{mem_[d], w};
   }
+  /// Hop for a read of weight w from rank r's window by rank r (or by a copy engine of r).
+  sim::PathHop window_read_hop(int r, double w = 1.0) const {
+    return c.window_in_host_memory ? sim::PathHop{pcie_rd_[r], w} : sim::PathHop{mem_[r], w};
+  }
 
   /// Copy-engine put of `bytes` from s to d on queue (s,d): the command pays sdma.command_latency,
   /// then a flow over s's HBM (read, one byte per byte), the link s->d and d's window (write), and
   /// over both ends' fabric-request resources at sdma.fabric_cost per byte, capped at the queue peak
   /// x efficiency. on_done when the bytes have landed.
-  void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {}) {
+  /// src_in_window: the source lies in s's window (the fused GEMM's C, a reduced slice), which the
+  /// window_in_host_memory what-if reads over PCIe.
+  void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {},
+                bool src_in_window = false) {
     const double cap = hw.get("sdma.queue_peak") * efficiency;
     const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
     sim::CommandQueue& q = *queues_[s][d];
-    q.submit(label, [this, s, d, moved, cap, label, &q](std::function<void()> done) {
+    q.submit(label, [this, s, d, moved, cap, label, &q, src_in_window](std::function<void()> done) {
       const double fc = hw.get("sdma.fabric_cost");
       // A copy byte is one HBM byte at each end; on the request fabric that GEMM tile loads wait
       // on it costs sdma.fabric_cost (see gemm_wave's path).
-      std::vector<sim::PathHop> path{{mem_[s], 1.0}, {req_[s], fc}, {links_[s][d], 1.0}, window_hop(d, 1.0)};
+      std::vector<sim::PathHop> path{src_in_window ? window_read_hop(s) : sim::PathHop{mem_[s], 1.0}, {req_[s], fc},
+                                     {links_[s][d], 1.0}, window_hop(d, 1.0)};
       if (!c.window_in_host_memory) path.push_back({req_[d], fc});
       net.start({.name = label, .bytes = moved, .path = path,
                  .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
@@ -278,10 +298,18 @@ class Node {
 
   /// A kernel streaming `bytes` (reads + writes) through rank r's memory fabric, after the launch
   /// gap and fixed cost. efficiency < 1 caps it at that fraction of the fabric.
+  /// window_read / window_write: bytes of `bytes` that read from / write to r's window; the
+  /// window_in_host_memory what-if moves them onto r's PCIe link (otherwise they are HBM bytes too).
   void stream_kernel(int r, const std::string& name, double bytes, std::function<void()> on_done, double efficiency = 1.0,
-                     double extra_delay = 0) {
+                     double extra_delay = 0, double window_read = 0, double window_write = 0) {
     const double cap = efficiency >= 1.0 ? kInf : fabric() * efficiency;
-    net.start({.name = name, .bytes = bytes, .path = {{mem_[r], 1.0}}, .rate_cap_Bps = cap,
+    std::vector<sim::PathHop> path{{mem_[r], 1.0}};
+    if (c.window_in_host_memory && bytes > 0) {
+      path[0].weight = std::max(0.0, bytes - window_read - window_write) / bytes;
+      if (window_read > 0) path.push_back(window_read_hop(r, window_read / bytes));
+      if (window_write > 0) path.push_back(window_hop(r, window_write / bytes));
+    }
+    net.start({.name = name, .bytes = bytes, .path = path, .rate_cap_Bps = cap,
                .start_latency = launch() + extra_delay, .share = fabric(), .lane = cu_lane(r), .on_done = std::move(on_done)});
   }
 
@@ -297,12 +325,17 @@ class Node {
   /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read.
   void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, double loads_in_flight,
                    double write_factor, std::function<void()> on_done, double extra_delay = 0) {
-    const double per_peer_cap = pull_rate(double(blocks) * threads * loads_in_flight * 16.0) / (ws - 1);
+    const double resident = std::min(double(blocks), std::floor(hw.get("gpu.compute_units") * kMaxThreadsPerCu / threads));
+    const double per_peer_cap = pull_rate(resident * threads * loads_in_flight * 16.0) / (ws - 1);
     auto left = std::make_shared<int>(ws - 1);
     for (int p = 0; p < ws; ++p) {
       if (p == r) continue;
       net.start({.name = fmt::format("{} <-gpu{}", name, p), .bytes = bytes_per_peer,
-                 .path = {{mem_[p], 1.0}, {links_[p][r], 1.0 / hw.get("links.read_efficiency")}, {mem_[r], write_factor}},
+                 .path = c.window_in_host_memory
+                             // the peer's window is host memory: r reads it over its own PCIe link
+                             ? std::vector<sim::PathHop>{window_read_hop(r), window_hop(r, write_factor)}
+                             : std::vector<sim::PathHop>{{mem_[p], 1.0}, {links_[p][r], 1.0 / hw.get("links.read_efficiency")},
+                                                         {mem_[r], write_factor}},
                  .rate_cap_Bps = per_peer_cap, .start_latency = launch() + extra_delay, .share = per_peer_cap,
                  .lane = cu_lane(r), .on_done = [left, on_done] { if (--*left == 0) on_done(); }});
     }
@@ -337,7 +370,7 @@ class Node {
   int ws;
 
  private:
-  std::vector<sim::ResourceId> mem_, req_, pcie_;
+  std::vector<sim::ResourceId> mem_, req_, pcie_, pcie_rd_;
   std::vector<std::vector<sim::ResourceId>> links_;
   std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> queues_;
   std::vector<std::unique_ptr<Barrier>> barriers_;
@@ -363,7 +396,9 @@ class Gemm {
     const auto& hw = n_.hw;
     const int bm = block_m(c.quant);
     n_tiles_ = (c.n + kBlockN - 1) / kBlockN;
-    m_tiles_ = padded_m(c) / bm;
+    // mori's kernels pad M to a multiple of world_size x BLOCK_M (row bands per destination); the
+    // RCCL baseline's GEMM (a framework GEMM) only rounds M up to its tile.
+    m_tiles_ = c.mode == "rccl" ? (c.m + bm - 1) / bm : padded_m(c) / bm;
     tiles_ = m_tiles_ * n_tiles_;
     per_wave_ = int64_t(hw.get("gpu.compute_units")) * int64_t(hw.get("gemm.workgroups_per_cu"));
     waves_ = (tiles_ + per_wave_ - 1) / per_wave_;
@@ -511,7 +546,7 @@ class Call {
         // Chunks are put right after their tiles are stored: the source is still in the MALL.
         const double eff = 1.0;
         on_chunk = [this, r, chunk_bytes, eff](int d, int ch) {
-          if (d != r) n_.sdma_put(r, d, chunk_bytes, eff, fmt::format("scatter chunk {} ->gpu{}", ch, d));
+          if (d != r) n_.sdma_put(r, d, chunk_bytes, eff, fmt::format("scatter chunk {} ->gpu{}", ch, d), {}, true);
         };
       }
       gemms_.push_back(std::make_unique<Gemm>(n_, r, fused_lsa, on_chunk, [this, r] { after_gemm(r); }));
@@ -603,17 +638,18 @@ class Call {
       // One kernel, one wave per row (a per-row amax): reads ws slices, writes e4m3 + row scales.
       const double bytes = ws_ * slice_ + slice_ / 2 + kScale * slice_rows_;
       n_.stream_kernel(r, "reduce+quantize", bytes, [this, r] { phase(r, "reduce+quantize"); gather(r); },
-                       n_.hw.get("reduce.row_wave_efficiency"));
+                       n_.hw.get("reduce.row_wave_efficiency"), 0, window_reads(), bytes - ws_ * slice_);
       return;
     }
     n_.stream_kernel(r, "reduce", reduce_bytes, [this, r, fp8] {
       phase(r, "reduce");
       if (!fp8) return gather(r);
-      n_.stream_kernel(r, "quantize", slice_ + slice_ / 2 + kScale * slice_rows_, [this, r] {
+      const double qbytes = slice_ + slice_ / 2 + kScale * slice_rows_;
+      n_.stream_kernel(r, "quantize", qbytes, [this, r] {
         phase(r, "quantize");
         gather(r);
-      });
-    });
+      }, 1.0, 0, slice_, qbytes - slice_);
+    }, 1.0, 0, window_reads(), slice_);
   }
 
   /// fuse_reduce_push: the reduce runs in bands. After each band every block meets at a grid-wide
@@ -634,7 +670,7 @@ class Call {
           if (d == r) continue;
           const double cost = n_.hw.get("sdma.device_submit") + n_.hw.get("sdma.submit_cost_per_outstanding") * n_.max_outstanding(r);
           issuer(r).submit_cost(cost, [this, r, d, band, B, left, last] {
-            n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d));
+            n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
             if (--*left == 0 && last) {
               phase(r, "reduce+push");
               n_.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
@@ -643,9 +679,13 @@ class Call {
         }
         if (!last) reduce_push(r, band + 1);
       });
-    }, 1.0, extra);
+    }, 1.0, extra, window_reads() / B, slice_ / B);
   }
   sim::OpServer& issuer(int r) { return *issuers_[size_t(r)]; }
+
+  /// Bytes the reduce reads from the window: the (ws-1) received slices, plus the rank's own partial
+  /// when the fused GEMM wrote C into the window (a split mode's C is a plain HBM tensor).
+  double window_reads() const { return (c_.mode == "fused-sdma" || c_.mode == "fused-lsa" ? ws_ : ws_ - 1) * slice_; }
 
   void gather(int r) {
     const bool fp8 = c_.gather_dtype == "fp8";
@@ -662,13 +702,14 @@ class Call {
     }
     n_.sim.after(n_.launch(), [this, r, wire, fp8] {
       for (int d = 0; d < ws_; ++d)
-        if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d));
+        if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d), {}, true);
       n_.when_queues_idle(r, [this, r, fp8] {
         b2_->arrive(r, [this, r, fp8] {
           if (!fp8) return finish(r, "gather");
           phase(r, "gather");
           // Widen the landed e4m3 to bf16: read (ws-1) fp8 slices, write (ws-1) bf16 slices.
-          n_.stream_kernel(r, "dequantize", (ws_ - 1) * (slice_ / 2 + slice_), [this, r] { finish(r, "dequantize"); });
+          n_.stream_kernel(r, "dequantize", (ws_ - 1) * (slice_ / 2 + slice_), [this, r] { finish(r, "dequantize"); }, 1.0, 0,
+                           (ws_ - 1) * slice_ / 2, (ws_ - 1) * slice_);
         });
       });
     });

@@ -48,7 +48,8 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw);
 
 /// BLOCK_M of a quantisation scheme: 128 for blockscale, 256 for ptpc and mxfp8 (GEMM_AR.md).
 int block_m(const std::string& quant);
-/// M padded up to a multiple of world_size * BLOCK_M (rows).
+/// M padded up to a multiple of world_size * BLOCK_M (rows), as mori's kernels do; M itself for mode rccl
+/// (the baseline's framework GEMM only rounds M up to its tile, which its wave count accounts for).
 int64_t padded_m(const GemmArConfig& c);
 /// Scatter chunks per destination actually used: the largest divisor of the row bands per
 /// destination that is <= the requested chunks (benchmark rule, GEMM_AR.md).

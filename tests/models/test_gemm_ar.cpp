@@ -136,6 +136,50 @@ TEST(GemmArWhatIf, FailureModesAreVisible) {
   EXPECT_GT(run(lsa), run(bf16));
 }
 
+TEST(GemmArWhatIf, HostWindowSlowsEveryAccessToTheWindow) {
+  // Every access to a window pinned in host memory crosses PCIe: the reduce and the LSA pull read it,
+  // and split-lsa's loads read peers' windows, so each of those slows down too (not only the writes).
+  auto host = [](GemmArConfig c) { c.window_in_host_memory = true; return c; };
+  const auto lsa = models::simulate_gemm_ar(mi355x(), fp8("lsa")), lsa_h = models::simulate_gemm_ar(mi355x(), host(fp8("lsa")));
+  EXPECT_GT(phase(lsa_h, "reduce"), 5.0 * phase(lsa, "reduce"));
+  EXPECT_GT(phase(lsa_h, "pull"), 5.0 * phase(lsa, "pull"));
+  EXPECT_GT(run(host(cfg("split-lsa"))), 3.0 * run(cfg("split-lsa")));
+  // split-sdma's GEMM writes an ordinary HBM tensor: only the window legs slow down.
+  const auto split = models::simulate_gemm_ar(mi355x(), cfg("split-sdma")),
+             split_h = models::simulate_gemm_ar(mi355x(), host(cfg("split-sdma")));
+  EXPECT_NEAR(phase(split_h, "gemm"), phase(split, "gemm"), 0.01 * phase(split, "gemm"));
+  EXPECT_GT(phase(split_h, "reduce"), 5.0 * phase(split, "reduce"));
+}
+
+TEST(GemmArValidate, FuseReducePushRefusesTheFp8Wire) {
+  GemmArConfig c = fp8("sdma");
+  c.fuse_reduce_push = true;
+  try {
+    models::validate(c, mi355x());
+    ADD_FAILURE() << "accepted fuse_reduce_push with the fp8 wire";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("fuse_reduce_push"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmArBaseline, RcclGemmIsNotPaddedToRowBands) {
+  // The fused kernels pad M to world_size x BLOCK_M (1024 here: M=1025 runs as 2048, two GEMM waves);
+  // the baseline's GEMM only rounds to its 128-row tile: M=1025 stays one wave, as M=1024.
+  GemmArConfig a = cfg("rccl", 1024), b = cfg("rccl", 1025);
+  EXPECT_EQ(models::padded_m(b), 1025);
+  EXPECT_NEAR(phase(models::simulate_gemm_ar(mi355x(), b), "gemm"), phase(models::simulate_gemm_ar(mi355x(), a), "gemm"), 0.5);
+  GemmArConfig f = cfg("fused-sdma", 1025);
+  EXPECT_EQ(models::padded_m(f), 2048);
+}
+
+TEST(GemmArPull, BlocksBeyondWhatTheCusHoldAddNoLoadsInFlight) {
+  // 256 CUs x 2048 work-items / 256 lanes = 2048 resident pull blocks: 4096 pulls like 2048.
+  GemmArConfig a = fp8("lsa"), b = fp8("lsa");
+  a.pull_blocks = 2048;
+  b.pull_blocks = 4096;
+  EXPECT_NEAR(run(a), run(b), 1e-6);
+}
+
 TEST(GemmArOrdering, WiresAndModesAtEveryM) {
   // seed 000: fused-sdma + fp8/lsa < fp8/sdma < bf16 gather < split-sdma at every M.
   for (int64_t m : {4096, 8192, 16384}) {
