@@ -185,9 +185,13 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
   hw.registry_ = &registry;
   const YAML::Node root = load_yaml_map(path, "hardware file");
   reject_extra_documents(path, "hardware file");
+  for (const char* k : {"scenario", "cases"})  // the keys a scenario file must have (models::Scenario::load)
+    if (root[k])
+      throw FileError(path, line_of(root[k]), "",
+                      fmt::format("this is a scenario file (it has a top-level '{}:'), not a hardware file (e.g. hw/mi355x-8gpu.yaml)", k));
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string top = it->first.as<std::string>();
-    const YAML::Node& node = it->second;
+    const YAML::Node node = it->second;  // a copy: it->second is a temporary proxy
     if (top == "name") { hw.name_ = scalar(node, path, top); continue; }
     if (top == "description") { hw.description_ = scalar(node, path, top); continue; }
     if (top == "calibration") {
@@ -200,6 +204,12 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       } catch (const YAML::Exception&) {
         throw FileError(path, line_of(node), top, "residual_rms_pct must be a number and points an integer");
       }
+      // The residuals set every prediction's 95% band: a negative or non-finite RMS would drop it silently.
+      if (!std::isfinite(c.residual_rms_pct) || c.residual_rms_pct < 0)
+        throw FileError(path, line_of(node["residual_rms_pct"]), "calibration.residual_rms_pct",
+                        fmt::format("must be a finite number >= 0 (percent), got {}", node["residual_rms_pct"].Scalar()));
+      if (c.points < 0)
+        throw FileError(path, line_of(node["points"]), "calibration.points", fmt::format("must be >= 0, got {}", c.points));
       if (node["fitted_on"]) c.fitted_on = node["fitted_on"].as<std::string>();
       if (node["commit"]) c.commit = node["commit"].as<std::string>();
       if (node["measurements"] && node["measurements"].IsSequence())
@@ -211,7 +221,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected {name: {file, kind, source}, ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
         const std::string tn = t->first.as<std::string>();
-        const YAML::Node& tv = t->second;
+        const YAML::Node tv = t->second;
         const std::string key = "tables." + tn;
         if (!tv.IsMap() || !tv["file"] || !tv["kind"] || !tv["source"])
           throw FileError(path, line_of(tv), key, "expected {file: PATH, kind: measured, source: TEXT}");
@@ -271,7 +281,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       throw FileError(path, line_of(node), top, "unknown top-level key (expected name, description, topology, or a parameter section)");
     for (auto p = node.begin(); p != node.end(); ++p) {
       const std::string key = top + "." + p->first.as<std::string>();
-      const YAML::Node& v = p->second;
+      const YAML::Node v = p->second;
       const ParamDecl* decl = registry.find(key);
       if (!decl) throw FileError(path, line_of(p->first), key, "unknown parameter (see `fusesim params` for the declared ones)");
       if (!v.IsMap()) throw FileError(path, line_of(v), key, "expected {value: ..., kind: ..., source: ...}");
@@ -305,6 +315,16 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       }
       if (v["fitted_on"]) val.fitted_on = scalar(v["fitted_on"], path, key + ".fitted_on");
       if (v["commit"]) val.fitted_commit = scalar(v["commit"], path, key + ".commit");
+      // A fitted value says which measurements, when and at which commit (what `calibrate fit` writes).
+      if (val.kind == Provenance::Fitted) {
+        if (val.fitted_from.empty())
+          throw FileError(path, line_of(v["kind"]), key + ".fitted_from",
+                          "missing: a value of kind fitted names the measurement files it was fitted to (fitted_from: [FILE, ...])");
+        if (val.fitted_on.empty())
+          throw FileError(path, line_of(v["kind"]), key + ".fitted_on", "missing: a value of kind fitted gives the date of its fit (fitted_on: YYYY-MM-DD)");
+        if (val.fitted_commit.empty())
+          throw FileError(path, line_of(v["kind"]), key + ".commit", "missing: a value of kind fitted gives the commit of its fit (commit: SHA)");
+      }
       if (v["sigma"]) {
         try {
           val.fit_sigma_si = parse_quantity(decl->quantity, scalar(v["sigma"], path, key + ".sigma"));

@@ -135,10 +135,12 @@ std::string format_quantity(Quantity q, double si);
  * (a table's file is relative to the hardware file's folder; unreadable or non-JSON lines are
  * errors naming the table's file and line).
  *
- * Errors (FileError, naming file, line and key): unreadable file, YAML syntax, unknown top-level
- * key, unknown parameter key, missing value/kind/source, unknown kind, missing or wrong unit, wrong
- * type, value outside the declared bounds (rates and capacities must be positive), a required
- * parameter missing (only when `require` lists the module's keys).
+ * Errors (FileError, naming file, line and key): unreadable file, YAML syntax, a scenario file (a
+ * top-level `scenario:` or `cases:`), unknown top-level key, unknown parameter key, missing
+ * value/kind/source, unknown kind, a value of kind fitted without fitted_from, fitted_on or commit,
+ * missing or wrong unit, wrong type, value outside the declared bounds (rates and capacities must be
+ * positive), a calibration residual_rms_pct that is negative or not finite, a required parameter
+ * missing (only when `require` lists the module's keys).
  */
 class Hardware {
  public:

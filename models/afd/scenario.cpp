@@ -71,7 +71,7 @@ AfdCase afd_case_from_yaml(const YAML::Node& params) {
       const std::string k = it->first.as<std::string>();
       if (std::find(names.begin(), names.end(), k) == names.end())
         throw std::invalid_argument(fmt::format("afd case: unknown param '{}' (accepted: {})", k, fmt::join(names, ", ")));
-      const YAML::Node& v = it->second;
+      const YAML::Node v = it->second;  // a copy: it->second is a temporary proxy
       if (k == "path") c.path = as_string(v, k, "afd, afd_shared or masked");
       else if (k == "attention_ranks") c.attention_ranks = as_int(v, k);
       else if (k == "ffn_ranks") c.ffn_ranks = as_int(v, k);
