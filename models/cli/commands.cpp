@@ -1,16 +1,22 @@
 #include "models/cli/commands.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 #include <tuple>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
@@ -52,7 +58,190 @@ std::string kernel_duration_text(const nlohmann::json& kd, bool list) {
   return out;
 }
 
+/// True when `a` and `b` name one file (`F`, `./F`, `dir/../F`, a link to F); false when either
+/// does not exist.
+bool same_existing_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(a, ec) || !fs::exists(b, ec)) return false;
+  const bool eq = fs::equivalent(a, b, ec);
+  if (!ec) return eq;
+  std::error_code e1, e2;
+  return fs::weakly_canonical(a, e1) == fs::weakly_canonical(b, e2) && !e1 && !e2;
+}
+
+/// `run` writes its outputs over no input: refuse an --out or --trace that is `input` (what names it).
+void refuse_overwriting_input(const std::vector<hw::OutputFile>& outputs, const std::string& input, const std::string& what) {
+  for (const auto& o : outputs)
+    if (same_existing_file(o.path, input))
+      throw std::invalid_argument(fmt::format("{} '{}' is the {} '{}': writing there would overwrite it; give another file",
+                                              o.option, o.path, what, input));
+}
+
+/// `check --plot DIR`: checked before any scenario runs. DIR is a directory, or does not exist yet
+/// in an existing, writable folder (only DIR itself is created, as --out needs its folder to exist).
+void check_plot_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw std::runtime_error("--plot: expected a directory, got an empty name");
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st))
+      throw std::runtime_error(fmt::format("--plot '{}': {}; --plot wants a directory (it writes its plots and CSV tables into it)",
+                                           dir, fs::is_regular_file(st) ? "is a file" : "is not a directory"));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw std::runtime_error(fmt::format("--plot '{}': directory is not writable: {}", dir, std::strerror(errno)));
+    return;
+  }
+  fs::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();  // "out/" names the folder "out"
+  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const auto pst = fs::status(parent, ec);
+  if (!fs::exists(pst))
+    throw std::runtime_error(fmt::format("--plot '{}': folder '{}' does not exist (--plot creates only the last folder of its path)",
+                                         dir, parent.string()));
+  if (!fs::is_directory(pst)) throw std::runtime_error(fmt::format("--plot '{}': '{}' is not a folder", dir, parent.string()));
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error(fmt::format("--plot '{}': folder '{}' is not writable: {}", dir, parent.string(), std::strerror(errno)));
+}
+
+/// A file with a top-level `scenario:` or `cases:` is a scenario file (models::Scenario::load).
+bool looks_like_scenario_file(const std::string& path) {
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    return root.IsMap() && (root["scenario"] || root["cases"]);
+  } catch (const std::exception&) {
+    return false;  // the hardware loader reports what is wrong with it
+  }
+}
+
+/// models::validate names GemmArConfig's fields ("world_size: ..."); breakeven's user gave flags.
+[[noreturn]] void rethrow_with_flag(const std::invalid_argument& e, const std::string& prefix = "") {
+  static const std::map<std::string, std::string> flags{{"world_size", "--world-size"}, {"n", "-n/--n"}, {"k", "-k/--k"},
+                                                        {"quant", "--quant"}, {"gather_dtype", "--wire"},
+                                                        {"gather_transport", "--wire"}, {"m", ""}};
+  const std::string what = e.what();
+  const auto colon = what.find(": ");
+  if (colon != std::string::npos)
+    if (const auto f = flags.find(what.substr(0, colon)); f != flags.end())  // "m": M is searched, the message says which
+      throw std::invalid_argument(prefix + (f->second.empty() ? what.substr(colon + 2) : f->second + what.substr(colon)));
+  throw std::invalid_argument(prefix + what);
+}
+
+// The serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002), and the shapes
+// (MI355X) they were chosen on.
+constexpr const char* kHandThresholdShapes =
+    "DeepSeek-V4-Pro wo_b (N=7168 K=2048 TP8 blockscale) and DeepSeek-V4.1-Flash wo_b (N=5120 TP2 K=4096 / TP4 K=2048 mxfp8) on MI355X";
+bool hand_threshold_shape(const models::GemmArConfig& c) {
+  return (c.n == 7168 && c.k == 2048 && c.world_size == 8 && c.quant == "blockscale") ||
+         (c.n == 5120 && c.quant == "mxfp8" && ((c.world_size == 4 && c.k == 2048) || (c.world_size == 2 && c.k == 4096)));
+}
+
 }  // namespace
+
+nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& o) {
+  if (!hw.has("sdma.queue_peak"))
+    throw std::runtime_error(fmt::format("breakeven needs a gemm_ar hardware file (with SDMA and GEMM tile parameters, e.g. "
+                                         "hw/mi355x-8gpu.yaml); '{}' is not one", hw.path()));
+  models::GemmArConfig c;
+  c.m = 1;  // break_even sets M; validate the shape at the smallest
+  c.n = o.n;
+  c.k = o.k;
+  c.world_size = o.ws;
+  c.quant = o.quant;
+  if (o.wire == "fp8") {
+    c.gather_dtype = "fp8";
+    c.gather_transport = "lsa";
+  }
+  try {
+    models::validate(c, hw);
+  } catch (const std::invalid_argument& e) {
+    rethrow_with_flag(e);
+  }
+  const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
+  if (o.max_m < smallest)
+    throw std::invalid_argument(fmt::format("--max-m {} is below the smallest M the kernel runs (world_size x BLOCK_M = {})", o.max_m,
+                                            smallest));
+  {  // the largest M searched must fit the GPU (window + operands): validate() says so naming 'm'
+    models::GemmArConfig top = c;
+    top.m = o.max_m;
+    top.mode = "fused-sdma";
+    try {
+      models::validate(top, hw);
+    } catch (const std::invalid_argument& e) {
+      rethrow_with_flag(e, fmt::format("--max-m {}: ", o.max_m));
+    }
+  }
+  const auto r = models::break_even(hw, c, o.max_m);
+  auto curve = r.curve.get<std::vector<nlohmann::json>>();
+  auto tidy = [&curve] {
+    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
+    curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
+  };
+  tidy();
+  // One point of the curve, evaluated as models::break_even does (split and RCCL on the bf16 SDMA wire).
+  auto eval = [&](int64_t m) {
+    models::GemmArConfig f = c, s = c, b = c;
+    f.mode = "fused-sdma";
+    f.m = s.m = b.m = m;
+    s.mode = "split-sdma";
+    b.mode = "rccl";
+    s.gather_dtype = b.gather_dtype = "bf16";
+    s.gather_transport = b.gather_transport = "sdma";
+    s.fuse_quantize = b.fuse_quantize = false;
+    return nlohmann::json{{"m", m}, {"fused_us", models::simulate_gemm_ar(hw, f).total_us},
+                          {"split_us", models::simulate_gemm_ar(hw, s).total_us}, {"rccl_us", models::simulate_gemm_ar(hw, b).total_us}};
+  };
+  const bool has_band = hw.calibration() && hw.calibration()->residual_rms_pct > 0;
+  const double band = has_band ? 1.96 * hw.calibration()->residual_rms_pct : 0.0;
+  // Smallest M from which the fused path wins by more than the band at every larger M up to max_m
+  // (-1: at no M). The curve holds both ends of every padding step, where the fused (and split) time
+  // is constant and the RCCL time grows with M: from the last curve point where it does not win by
+  // the band, the next point is bisected over whole M, as break_even refines the plain threshold.
+  auto clear_win = [&](const char* other) -> int64_t {
+    auto wins = [&](const nlohmann::json& p) {
+      const double ot = p[other].get<double>(), f = p["fused_us"].get<double>();
+      return (ot - f) / ot * 100 > band;
+    };
+    int first = -1;
+    for (int i = int(curve.size()) - 1; i >= 0; --i) {
+      if (!wins(curve[i])) break;
+      first = i;
+    }
+    if (first <= 0) return first < 0 ? -1 : curve[0]["m"].get<int64_t>();
+    int64_t lo = curve[first - 1]["m"].get<int64_t>(), hi = curve[first]["m"].get<int64_t>();  // lo loses, hi wins
+    std::vector<nlohmann::json> added;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      added.push_back(eval(mid));
+      if (wins(added.back())) hi = mid;
+      else lo = mid;
+    }
+    curve.insert(curve.end(), added.begin(), added.end());
+    tidy();
+    return hi;
+  };
+  nlohmann::json out{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size}, {"wire", o.wire},
+                     {"quant", c.quant}, {"max_m", o.max_m}, {"padding_step", smallest}};
+  auto put = [&](const std::string& name, int64_t m) {
+    out[name] = m;
+    out[name + "_every_m"] = m == 1;
+  };
+  put("m_vs_split", r.m_vs_split);
+  put("m_vs_rccl", r.m_vs_rccl);
+  out["m_vs_split_aligned"] = r.m_vs_split_aligned;
+  out["m_vs_rccl_aligned"] = r.m_vs_rccl_aligned;
+  if (has_band) {
+    out["band_95_pct"] = band;
+    put("m_clear_win_vs_split", clear_win("split_us"));
+    put("m_clear_win_vs_rccl", clear_win("rccl_us"));
+  }
+  out["serving_threshold_by_hand"] = o.wire == "fp8" ? 2048 : 8192;
+  out["serving_threshold_by_hand_chosen_for"] = kHandThresholdShapes;
+  out["serving_threshold_by_hand_for_this_shape"] = hand_threshold_shape(c);
+  out["curve"] = curve;
+  return out;
+}
 
 void register_all(CLI::App& app) {
   auto run_args = std::make_shared<RunArgs>();
@@ -67,8 +256,10 @@ void register_all(CLI::App& app) {
     std::vector<hw::OutputFile> outputs;
     if (!run_args->trace.empty()) outputs.push_back({run_args->trace, "", "--trace"});
     if (!run_args->out.empty()) outputs.push_back({run_args->out, "", "--out"});
+    refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
     auto sc = models::Scenario::load(run_args->scenarios.at(0));
+    refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
     auto hw = models::load_scenario_hardware(sc);
     sim::TraceSink trace;
     models::RunOptions opt;
@@ -90,8 +281,11 @@ void register_all(CLI::App& app) {
   auto check_plot = std::make_shared<std::string>();
   auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
   check->add_option("scenarios", *check_args, "scenario YAML files (one that cannot be read is reported and the others still checked)")->required();
-  check->add_option("--plot", *check_plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
+  check->add_option("--plot", *check_plot,
+                    "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR (an existing "
+                    "directory, or a new one whose parent folder exists)");
   check->callback([check_args, check_plot] {
+    if (!check_plot->empty()) check_plot_dir(*check_plot);  // before any scenario runs
     int bad = 0, compared = 0, unreadable = 0;
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
@@ -174,6 +368,9 @@ void register_all(CLI::App& app) {
   auto params_json = std::make_shared<bool>(false);
   params->add_flag("--json", *params_json, "print JSON instead of a table");
   params->callback([params_path, params_json] {
+    if (looks_like_scenario_file(*params_path))
+      throw std::invalid_argument(fmt::format("{}: this is a scenario file; params wants a hardware file (e.g. hw/mi355x-8gpu.yaml; "
+                                              "the scenario's `hardware:` names its own)", *params_path));
     auto hw = models::load_hardware(*params_path);
     nlohmann::json out = nlohmann::json::array();
     for (const auto& d : models::builtin_registry().all()) {
@@ -183,7 +380,8 @@ void register_all(CLI::App& app) {
                      {"text", v.text}, {"lower", hw::to_display(d.quantity, d.lower)}, {"upper", hw::to_display(d.quantity, d.upper)},
                      {"kind", hw::provenance_name(v.kind)}, {"source", v.source}, {"description", d.description},
                      {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on}, {"commit", v.fitted_commit},
-                     {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()}});
+                     {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()},
+                     {"read_by_a_model", !models::is_unread_hardware_key(d.key)}});
     }
     if (*params_json) {
       fmt::print("{}\n", out.dump(2));
@@ -216,7 +414,7 @@ void register_all(CLI::App& app) {
       const int required = int(needed.size());
       int optional = 0, optional_set = 0;
       for (const auto& d : decls)
-        if (std::find(needed.begin(), needed.end(), d.key) == needed.end()) {
+        if (std::find(needed.begin(), needed.end(), d.key) == needed.end() && !models::is_unread_hardware_key(d.key)) {
           ++optional;
           optional_set += hw.has(d.key) ? 1 : 0;
         }
@@ -225,14 +423,15 @@ void register_all(CLI::App& app) {
                  fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 6), ", "),
                  missing.size() > 6 ? ", ..." : "");
     }
+    // Declared keys no model reads: they describe the machine; changing them changes no prediction.
+    std::vector<std::string> unread;
+    for (const auto& k : models::unread_hardware_keys())
+      if (hw.has(k)) unread.push_back(k);
+    if (!unread.empty())
+      fmt::print("not read by any model (documentation): {}\n", fmt::join(unread, ", "));
   });
 
-  struct BeArgs {
-    std::string hw = "hw/mi355x-8gpu.yaml", wire = "bf16", quant = "blockscale", format = "table";
-    int64_t n = 7168, k = 2048, max_m = 65536;
-    int ws = 8;
-  };
-  auto be = std::make_shared<BeArgs>();
+  auto be = std::make_shared<BreakevenOptions>();
   auto* bec = app.add_subcommand("breakeven", "smallest M from which the fused path beats the split path and the RCCL baseline");
   bec->add_option("--hw", be->hw, "hardware YAML")->check(CLI::ExistingFile);
   bec->add_option("--wire", be->wire, "bf16 (SDMA gather) or fp8 (LSA pull gather)")->check(CLI::IsMember({"bf16", "fp8"}));
@@ -242,85 +441,49 @@ void register_all(CLI::App& app) {
   bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
   bec->add_option("--max-m", be->max_m, "largest M searched");
   bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  bec->footer(
+      "JSON (--format json): m_vs_split, m_vs_rccl and (with a calibrated hardware file) m_clear_win_vs_split,\n"
+      "m_clear_win_vs_rccl are the smallest M from which the fused path wins (by more than band_95_pct for\n"
+      "the clear_win ones) at every larger M up to max_m; -1 means at no M up to max_m. Each has a boolean\n"
+      "<name>_every_m: true when it wins at every M from 1 (the number is then 1, which is not M=1 alone).\n"
+      "m_vs_*_aligned count only M that are multiples of padding_step (world_size x BLOCK_M).\n"
+      "serving_threshold_by_hand is SGLang's _MIN_FUSED_M, chosen by hand for the shapes in\n"
+      "serving_threshold_by_hand_chosen_for; serving_threshold_by_hand_for_this_shape says whether this is one.\n");
   bec->callback([be] {
     const auto hw = models::load_hardware(be->hw);
-    if (!hw.has("sdma.queue_peak"))
-      throw std::runtime_error(fmt::format("breakeven needs a gemm_ar hardware file (with SDMA and GEMM tile parameters, e.g. "
-                                           "hw/mi355x-8gpu.yaml); '{}' is not one", be->hw));
-    models::GemmArConfig c;
-    c.n = be->n;
-    c.k = be->k;
-    c.world_size = be->ws;
-    c.quant = be->quant;
-    if (be->wire == "fp8") {
-      c.gather_dtype = "fp8";
-      c.gather_transport = "lsa";
-    }
-    models::validate(c, hw);
-    if (be->max_m < int64_t(c.world_size) * models::block_m(c.quant))
-      throw std::invalid_argument(fmt::format("--max-m {} is below the smallest M the kernel runs (world_size x BLOCK_M = {})", be->max_m,
-                                              int64_t(c.world_size) * models::block_m(c.quant)));
-    {  // the largest M searched must fit the GPU (window + operands): validate() says so naming 'm'
-      models::GemmArConfig top = c;
-      top.m = be->max_m;
-      top.mode = "fused-sdma";
-      try {
-        models::validate(top, hw);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("--max-m {}: {}", be->max_m, e.what()));
-      }
-    }
-    const auto r = models::break_even(hw, c, be->max_m);
-    // Serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002).
-    const int64_t hand = be->wire == "fp8" ? 2048 : 8192;
-    const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
-    auto show = [&](int64_t m) {
-      if (m < 0) return fmt::format("no M: it still loses at the largest M searched (<= --max-m {}; see the curve below)", be->max_m);
-      if (m == 1) return fmt::format("every M (up to --max-m {})", be->max_m);
-      return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
-                         "world_size x BLOCK_M = {})", m, be->max_m, smallest);
-    };
-    auto curve = r.curve.get<std::vector<nlohmann::json>>();
-    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
-    curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
-    const bool has_band = hw.calibration() && hw.calibration()->residual_rms_pct > 0;
-    const double band = has_band ? 1.96 * hw.calibration()->residual_rms_pct : 0.0;
-    // Smallest M of the curve from which the fused path wins by more than that band at every larger M
-    // (-1: at no M of the curve).
-    auto clear_win = [&](const char* other) -> int64_t {
-      int64_t from = -1;
-      for (auto it = curve.rbegin(); it != curve.rend(); ++it) {
-        const double o = (*it)[other].get<double>(), f = (*it)["fused_us"].get<double>();
-        if ((o - f) / o * 100 <= band) break;
-        from = (*it)["m"].get<int64_t>();
-      }
-      return from;
-    };
+    const auto out = breakeven_report(hw, *be);
     if (be->format == "json") {
-      nlohmann::json out{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size},
-                         {"wire", be->wire}, {"quant", c.quant}, {"m_vs_split", r.m_vs_split}, {"m_vs_rccl", r.m_vs_rccl},
-                         {"m_vs_split_aligned", r.m_vs_split_aligned}, {"m_vs_rccl_aligned", r.m_vs_rccl_aligned},
-                         {"serving_threshold_by_hand", hand}, {"curve", curve}};
-      if (has_band)
-        out["band_95_pct"] = band, out["m_clear_win_vs_split"] = clear_win("split_us"),
-        out["m_clear_win_vs_rccl"] = clear_win("rccl_us");
       fmt::print("{}\n", out.dump(2));
       return;
     }
-    fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), c.n, c.k, c.world_size, be->wire, c.quant);
-    fmt::print("  fused beats split-sdma from      {}\n", show(r.m_vs_split));
-    fmt::print("  fused beats RCCL baseline from   {}\n", show(r.m_vs_rccl));
+    const int64_t max_m = out["max_m"].get<int64_t>(), smallest = out["padding_step"].get<int64_t>();
+    auto show = [&](int64_t m) {
+      if (m < 0) return fmt::format("no M: it still loses at the largest M searched (<= --max-m {}; see the curve below)", max_m);
+      if (m == 1) return fmt::format("every M (up to --max-m {})", max_m);
+      return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
+                         "world_size x BLOCK_M = {})", m, max_m, smallest);
+    };
+    fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
+               out["world_size"].get<int>(), be->wire, out["quant"].get<std::string>());
+    fmt::print("  fused beats split-sdma from      {}\n", show(out["m_vs_split"].get<int64_t>()));
+    fmt::print("  fused beats RCCL baseline from   {}\n", show(out["m_vs_rccl"].get<int64_t>()));
     auto show_aligned = [&](int64_t m) { return m < 0 ? std::string("no M") : fmt::format("M >= {}", m); };
     fmt::print("  at M that are multiples of {} only (no padding rows): beats split-sdma from {}, RCCL from {}\n", smallest,
-               show_aligned(r.m_vs_split_aligned), show_aligned(r.m_vs_rccl_aligned));
-    fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire)\n", hand, be->wire);
-    if (has_band) {
-      auto text = [](int64_t m) { return m < 0 ? std::string("at no M of the curve") : fmt::format("from M >= {}", m); };
+               show_aligned(out["m_vs_split_aligned"].get<int64_t>()), show_aligned(out["m_vs_rccl_aligned"].get<int64_t>()));
+    fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire), chosen for {}{}\n",
+               out["serving_threshold_by_hand"].get<int64_t>(), be->wire, out["serving_threshold_by_hand_chosen_for"].get<std::string>(),
+               out["serving_threshold_by_hand_for_this_shape"].get<bool>() ? " (this shape is one of them)"
+                                                                           : ": not this shape, for which it says nothing");
+    if (out.contains("band_95_pct")) {
+      auto text = [](int64_t m) {
+        return m < 0 ? std::string("at no M") : m == 1 ? std::string("at every M") : fmt::format("from M >= {}", m);
+      };
       fmt::print("  each time below is +-{:.1f}% at 95% (the hardware file's calibration residuals); fused wins by more "
-                 "than that over split-sdma {}, over RCCL {}\n", band, text(clear_win("split_us")), text(clear_win("rccl_us")));
+                 "than that over split-sdma {}, over RCCL {}\n", out["band_95_pct"].get<double>(),
+                 text(out["m_clear_win_vs_split"].get<int64_t>()), text(out["m_clear_win_vs_rccl"].get<int64_t>()));
     }
     fmt::print("  {:>7} {:>10} {:>10} {:>10}\n", "M", "fused_us", "split_us", "rccl_us");
-    for (const auto& p : curve)
+    for (const auto& p : out["curve"])
       fmt::print("  {:>7} {:>10.1f} {:>10.1f} {:>10.1f}\n", p["m"].get<int64_t>(), p["fused_us"].get<double>(),
                  p["split_us"].get<double>(), p["rccl_us"].get<double>());
   });
