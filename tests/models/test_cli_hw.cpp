@@ -1,0 +1,379 @@
+// The command line's and the hardware loader's answers to a new user's mistakes: outputs that would
+// overwrite an input, a --plot that is not a directory, breakeven's thresholds, flags and JSON, a
+// scenario given to `params`, fitted values without provenance, and keys no model reads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "models/cli/commands.hpp"
+#include "models/gemm_ar.hpp"
+#include "models/params.hpp"
+#include "models/scenario.hpp"
+
+using namespace fusesim;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kRoot = FUSESIM_SOURCE_DIR;
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// A fresh, empty folder for one test.
+std::string fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("cli_hw_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+/// A small gemm_ar scenario (one measured case) naming the repository's MI355X file by absolute path.
+std::string write_scenario(const std::string& dir) {
+  const std::string p = dir + "/self.yaml";
+  std::ofstream(p) << "scenario: self\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                   << "  - id: a\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
+                   << "    measured: {value_us: 100, source: test}\n    tolerance_pct: 1000\n";
+  return p;
+}
+
+struct CliResult {
+  int code = 0;         ///< 0, CLI11's exit code, or 1 for an exception from a callback
+  std::string error;    ///< the exception's text
+  std::string out;      ///< what the command printed on stdout
+};
+
+/// Run `fusesim ARGS...` in this process (the commands of register_all).
+CliResult run_cli(const std::vector<std::string>& args) {
+  CLI::App app{"fusesim"};
+  app.require_subcommand(1);
+  cli::register_all(app);
+  std::vector<const char*> argv{"fusesim"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  CliResult r;
+  ::testing::internal::CaptureStdout();
+  try {
+    app.parse(int(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    r.code = e.get_exit_code();
+    r.error = e.what();
+  } catch (const std::exception& e) {
+    r.code = 1;
+    r.error = e.what();
+  }
+  std::fflush(stdout);
+  r.out = ::testing::internal::GetCapturedStdout();
+  return r;
+}
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+}  // namespace
+
+// --- 1. run --out must not overwrite the scenario ------------------------------------------------
+
+TEST(CliRun, OutThatIsTheScenarioIsRefusedAndTheScenarioKept) {
+  const std::string dir = fresh_dir("run_self");
+  const std::string sc = write_scenario(dir);
+  const std::string before = read_file(sc);
+  for (const std::string& out : {sc, dir + "/./self.yaml", dir + "/../" + fs::path(dir).filename().string() + "/self.yaml"}) {
+    const auto r = run_cli({"run", sc, "--out", out});
+    EXPECT_EQ(r.code, 1) << out;
+    EXPECT_TRUE(has(r.error, "--out") && has(r.error, "is the scenario file")) << r.error;
+    EXPECT_EQ(read_file(sc), before) << "the scenario was overwritten through " << out;
+  }
+  // A symbolic link to the scenario is the scenario too; so is --trace.
+  fs::create_symlink(sc, dir + "/link.yaml");
+  EXPECT_TRUE(has(run_cli({"run", sc, "--out", dir + "/link.yaml"}).error, "is the scenario file"));
+  EXPECT_TRUE(has(run_cli({"run", sc, "--trace", sc}).error, "--trace"));
+  EXPECT_EQ(read_file(sc), before);
+  // The scenario's hardware file is an input as well.
+  const auto hwr = run_cli({"run", sc, "--out", kRoot + "/hw/mi355x-8gpu.yaml"});
+  EXPECT_TRUE(has(hwr.error, "hardware file")) << hwr.error;
+  // Another file is written.
+  const auto ok = run_cli({"run", sc, "--out", dir + "/result.txt", "--format", "json"});
+  EXPECT_EQ(ok.code, 0) << ok.error;
+  EXPECT_TRUE(has(read_file(dir + "/result.txt"), "\"predicted_us\""));
+  EXPECT_EQ(read_file(sc), before);
+}
+
+// --- 2. check --plot wants a directory, and creates only its last component ------------------------
+
+TEST(CliCheck, PlotThatIsAFileIsRefusedBeforeAnyCheck) {
+  const std::string dir = fresh_dir("plot_file");
+  const std::string sc = write_scenario(dir);
+  const std::string file = dir + "/plots.txt";
+  std::ofstream(file) << "mine\n";
+  const auto r = run_cli({"check", sc, "--plot", file});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, file) && has(r.error, "--plot wants a directory")) << r.error;
+  EXPECT_FALSE(has(r.out, "compared")) << "checked before refusing: " << r.out;
+  EXPECT_EQ(read_file(file), "mine\n");
+}
+
+TEST(CliCheck, PlotRefusesAMissingParentFolderAndCreatesNothing) {
+  const std::string dir = fresh_dir("plot_parent");
+  const std::string sc = write_scenario(dir);
+  const auto r = run_cli({"check", sc, "--plot", dir + "/no/such/x"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "does not exist") && has(r.error, dir + "/no/such")) << r.error;
+  EXPECT_FALSE(fs::exists(dir + "/no"));
+  EXPECT_FALSE(has(r.out, "compared")) << r.out;
+}
+
+TEST(CliCheck, PlotCreatesItsLastFolder) {
+  const std::string dir = fresh_dir("plot_new");
+  const std::string sc = write_scenario(dir);
+  const auto r = run_cli({"check", sc, "--plot", dir + "/plots"});
+  EXPECT_EQ(r.code, 0) << r.error << r.out;
+  EXPECT_TRUE(fs::is_directory(dir + "/plots"));
+}
+
+// --- 3. breakeven ------------------------------------------------------------------------------------
+
+namespace {
+const hw::Hardware& mi355x() {
+  static const hw::Hardware h = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
+  return h;
+}
+
+/// How much faster (percent of the other path's time) the fused path is at M, computed as breakeven does.
+double margin_pct(const cli::BreakevenOptions& o, int64_t m, const std::string& other_mode) {
+  models::GemmArConfig f;
+  f.n = o.n, f.k = o.k, f.world_size = o.ws, f.quant = o.quant, f.m = m, f.mode = "fused-sdma";
+  if (o.wire == "fp8") f.gather_dtype = "fp8", f.gather_transport = "lsa";
+  models::GemmArConfig b = f;
+  b.mode = other_mode;
+  b.gather_dtype = "bf16";
+  b.gather_transport = "sdma";
+  const double tf = models::simulate_gemm_ar(mi355x(), f).total_us, tb = models::simulate_gemm_ar(mi355x(), b).total_us;
+  return (tb - tf) / tb * 100;
+}
+}  // namespace
+
+TEST(CliBreakeven, ClearWinIsTheExactSmallestM) {
+  ASSERT_TRUE(mi355x().calibration());
+  for (const std::string wire : {"bf16", "fp8"}) {
+    cli::BreakevenOptions o;
+    o.wire = wire;
+    const auto j = cli::breakeven_report(mi355x(), o);
+    const double band = j["band_95_pct"].get<double>();
+    for (const auto& [key, mode] : {std::pair{"m_clear_win_vs_rccl", "rccl"}, std::pair{"m_clear_win_vs_split", "split-sdma"}}) {
+      const int64_t m = j[key].get<int64_t>();
+      ASSERT_GE(m, 1) << wire << " " << key;
+      EXPECT_GT(margin_pct(o, m, mode), band) << wire << " " << key << " at M=" << m;
+      if (m > 1) {
+        EXPECT_LE(margin_pct(o, m - 1, mode), band) << wire << " " << key << ": already wins by the band at M=" << m - 1;
+      }
+      // ... and at every point of the curve above it.
+      for (const auto& p : j["curve"])
+        if (p["m"].get<int64_t>() >= m) {
+          const double other = p[mode == std::string("rccl") ? "rccl_us" : "split_us"].get<double>();
+          EXPECT_GT((other - p["fused_us"].get<double>()) / other * 100, band) << wire << " " << key << " M=" << p["m"];
+        }
+    }
+  }
+}
+
+TEST(CliBreakeven, JsonSaysEveryMExplicitly) {
+  cli::BreakevenOptions o;
+  const auto j = cli::breakeven_report(mi355x(), o);
+  for (const char* k : {"m_vs_split", "m_vs_rccl", "m_clear_win_vs_split", "m_clear_win_vs_rccl"}) {
+    ASSERT_TRUE(j.contains(std::string(k) + "_every_m")) << k;
+    EXPECT_EQ(j[std::string(k) + "_every_m"].get<bool>(), j[k].get<int64_t>() == 1) << k;
+  }
+  EXPECT_EQ(j["max_m"].get<int64_t>(), 65536);
+  EXPECT_EQ(j["padding_step"].get<int64_t>(), 8 * 128);
+  // With the committed MI355X file the fused path beats split-sdma at every M (the table says "every
+  // M"): the flag says so, where the number 1 alone reads as M = 1.
+  EXPECT_EQ(j["m_vs_split"].get<int64_t>(), 1);
+  EXPECT_TRUE(j["m_vs_split_every_m"].get<bool>());
+  EXPECT_FALSE(j["m_vs_rccl_every_m"].get<bool>());
+  // On the fp8 wire the fused path beats split-sdma by more than the band at every M (MI355X file as
+  // committed): "every M" is said by the flag, not by the number 1 alone.
+  o = cli::BreakevenOptions{};
+  o.wire = "fp8";
+  const auto f = cli::breakeven_report(mi355x(), o);
+  EXPECT_EQ(f["m_clear_win_vs_split"].get<int64_t>(), 1);
+  EXPECT_TRUE(f["m_clear_win_vs_split_every_m"].get<bool>());
+  EXPECT_FALSE(f["m_clear_win_vs_rccl_every_m"].get<bool>());
+  // The help says what the fields mean.
+  CLI::App app{"fusesim"};
+  cli::register_all(app);
+  EXPECT_TRUE(has(app.get_subcommand("breakeven")->help(), "_every_m"));
+}
+
+TEST(CliBreakeven, HandThresholdNamesTheShapesItWasChosenFor) {
+  cli::BreakevenOptions o;
+  auto j = cli::breakeven_report(mi355x(), o);
+  EXPECT_TRUE(has(j["serving_threshold_by_hand_chosen_for"].get<std::string>(), "V4-Pro"));
+  EXPECT_TRUE(j["serving_threshold_by_hand_for_this_shape"].get<bool>());
+  o.n = 4096;
+  j = cli::breakeven_report(mi355x(), o);
+  EXPECT_FALSE(j["serving_threshold_by_hand_for_this_shape"].get<bool>());
+  o.n = 5120, o.ws = 4, o.quant = "mxfp8";
+  EXPECT_TRUE(cli::breakeven_report(mi355x(), o)["serving_threshold_by_hand_for_this_shape"].get<bool>());
+  const auto r = run_cli({"breakeven", "--hw", kRoot + "/hw/mi355x-8gpu.yaml", "-n", "4096", "--max-m", "8192"});
+  EXPECT_EQ(r.code, 0) << r.error;
+  EXPECT_TRUE(has(r.out, "chosen for DeepSeek-V4-Pro wo_b (N=7168 K=2048 TP8 blockscale)")) << r.out;
+  EXPECT_TRUE(has(r.out, "not this shape")) << r.out;
+}
+
+TEST(CliBreakeven, ErrorsNameTheFlags) {
+  struct Bad {
+    std::vector<std::string> args;
+    std::string flag, key;
+  };
+  for (const auto& b : std::vector<Bad>{{{"--world-size", "3"}, "--world-size: ", "world_size:"},
+                                        {{"-n", "0"}, "-n/--n: ", "n:"},
+                                        {{"-k", "100"}, "-k/--k: ", "k:"},
+                                        {{"--quant", "int4"}, "--quant: ", "quant:"}}) {
+    std::vector<std::string> args{"breakeven", "--hw", kRoot + "/hw/mi355x-8gpu.yaml"};
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.error.rfind(b.flag, 0), 0u) << r.error;
+    EXPECT_NE(r.error.rfind(b.key, 0), 0u) << r.error;
+  }
+}
+
+// --- 4. hardware files ---------------------------------------------------------------------------
+
+namespace {
+std::string with_replaced(const std::string& text, const std::string& from, const std::string& to) {
+  std::string s = text;
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string hw_error(const std::string& text) {
+  const std::string p = ::testing::TempDir() + "cli_hw_bad.yaml";
+  std::ofstream(p) << text;
+  try {
+    models::load_hardware(p);
+  } catch (const hw::FileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// 1-based line of the first line of `text` containing `needle`.
+int line_with(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  std::string l;
+  for (int n = 1; std::getline(in, l); ++n)
+    if (has(l, needle)) return n;
+  return 0;
+}
+}  // namespace
+
+TEST(HardwareProvenance, EveryFittedValueOfTheRepositoryCarriesItsFit) {
+  for (const auto& e : fs::directory_iterator(kRoot + "/hw"))
+    if (e.path().extension() == ".yaml") {
+      EXPECT_NO_THROW(models::load_hardware(e.path().string())) << e.path();
+    }
+}
+
+TEST(HardwareProvenance, AFittedValueWithoutDateCommitOrFilesIsRefused) {
+  const std::string text = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
+  // The first fitted value on one line: drop each of its fit fields in turn.
+  const int line = line_with(text, "kind: fitted");
+  ASSERT_GT(line, 0);
+  std::istringstream in(text);
+  std::string l;
+  for (int n = 1; n <= line; ++n) std::getline(in, l);
+  const std::string key = l.substr(l.find_first_not_of(' '), l.find(':') - l.find_first_not_of(' '));
+  for (const std::string field : {"fitted_on", "commit", "fitted_from"}) {
+    const auto at = l.find(", " + field + ":");
+    ASSERT_NE(at, std::string::npos) << field << " in " << l;
+    auto end = l.find(field == "fitted_from" ? "]" : ",", at + 2);
+    if (field == "fitted_from") ++end;
+    const std::string cut = l.substr(0, at) + l.substr(end);
+    const std::string w = hw_error(with_replaced(text, l, cut));
+    EXPECT_TRUE(has(w, ":" + std::to_string(line) + ":")) << w;
+    EXPECT_TRUE(has(w, "." + key + "." + field + "'") && has(w, "missing")) << w;
+  }
+}
+
+TEST(HardwareCalibration, ANegativeOrNonFiniteResidualIsRefused) {
+  const std::string text = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
+  const int line = line_with(text, "residual_rms_pct:");
+  ASSERT_GT(line, 0);
+  std::istringstream in(text);
+  std::string l;
+  for (int n = 1; n <= line; ++n) std::getline(in, l);
+  for (const std::string bad : {"-5", ".nan", ".inf", "-.inf"}) {
+    const std::string w = hw_error(with_replaced(text, l, "  residual_rms_pct: " + bad));
+    EXPECT_TRUE(has(w, ":" + std::to_string(line) + ":") && has(w, "residual_rms_pct")) << bad << ": " << w;
+  }
+  EXPECT_EQ(hw_error(with_replaced(text, l, "  residual_rms_pct: 0")), "");
+}
+
+TEST(CliParams, AScenarioFileIsNamedAsOne) {
+  const auto r = run_cli({"params", kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "this is a scenario file; params wants a hardware file (e.g. hw/mi355x-8gpu.yaml")) << r.error;
+  // Wherever a hardware file is expected.
+  const auto b = run_cli({"breakeven", "--hw", kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"});
+  EXPECT_TRUE(has(b.error, "this is a scenario file") && has(b.error, "not a hardware file")) << b.error;
+}
+
+// --- 5. keys no model reads ------------------------------------------------------------------------
+
+TEST(UnreadKeys, NoModelRequiresThem) {
+  const auto& hw = mi355x();
+  for (const char* model : {"gemm_ar", "ttft", "gemm_ar_live", "h200_probe", "afd"}) {
+    const auto keys = models::required_hardware_keys(model, hw);
+    for (const auto& k : models::unread_hardware_keys())
+      EXPECT_EQ(std::find(keys.begin(), keys.end(), k), keys.end()) << model << " requires " << k;
+  }
+}
+
+// The list's claim: changing one of those keys changes no prediction of the committed scenarios that
+// set them (gemm_ar, ttft, gemm_ar_live, h200_probe).
+TEST(UnreadKeys, ChangingThemChangesNoPrediction) {
+  for (const char* name : {"mi355x-dsv4-pro-wo_b-tp8.yaml", "mi355x-dsv4-serving-ttft.yaml", "h200x2-gemm-ar.yaml", "h200x2-probes.yaml"}) {
+    const auto sc = models::Scenario::load(kRoot + "/scenarios/" + name);
+    const auto hw = models::load_scenario_hardware(sc);
+    const auto base = models::run_scenario(sc, hw);
+    hw::Hardware changed = hw;
+    int set = 0;
+    for (const auto& k : models::unread_hardware_keys()) {
+      const hw::ParamDecl* d = hw.registry().find(k);
+      ASSERT_NE(d, nullptr) << k;
+      if (!hw.has(k)) continue;
+      ++set;
+      changed.set_si(k, hw.get(k) == d->lower ? d->upper : d->lower + 0.5 * (hw.get(k) - d->lower));
+    }
+    if (!set) continue;
+    const auto after = models::run_scenario(sc, changed);
+    ASSERT_EQ(base["cases"].size(), after["cases"].size());
+    for (size_t i = 0; i < base["cases"].size(); ++i)
+    {
+      // Equal up to rounding: two runs of one hardware in one process already differ by up to ~1e-9
+      // relative (separate processes print identical tables; checked with `fusesim run` too).
+      const double b = base["cases"][i]["predicted_us"].get<double>(), a = after["cases"][i]["predicted_us"].get<double>();
+      EXPECT_NEAR(a, b, 1e-7 * b) << name << " " << base["cases"][i]["id"];
+    }
+  }
+}
+
+TEST(CliParams, CountsOnlyReadKeysAndListsTheOthers) {
+  const auto r = run_cli({"params", kRoot + "/hw/mi355x-8gpu.yaml"});
+  EXPECT_EQ(r.code, 0) << r.error;
+  EXPECT_TRUE(has(r.out, "not read by any model (documentation): gpu.clock, gpu.hbm_bandwidth, links.per_gpu, links.latency")) << r.out;
+  const auto n = models::required_hardware_keys("gemm_ar", mi355x()).size();
+  EXPECT_TRUE(has(r.out, "gemm_ar: " + std::to_string(n) + "/" + std::to_string(n) + " required")) << r.out;
+  EXPECT_EQ(n, 31u);
+}
