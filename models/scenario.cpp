@@ -166,13 +166,14 @@ void throw_duplicate_key_by_case(const YAML::Node& n, const std::string& path, c
 YAML::Node load_scenario_root(const std::string& path) {
   try {
     return hw::load_yaml_map(path, "scenario file");
-  } catch (const FileError&) {
+  } catch (const FileError& e) {
+    if (std::string(e.what()).find("key given twice") == std::string::npos) throw;
     YAML::Node again;
     bool parsed = true;
     try {
       again = YAML::LoadFile(path);
-    } catch (const YAML::Exception&) {
-      parsed = false;  // not a duplicate key (the file does not parse): keep the loader's own error
+    } catch (const std::exception&) {
+      parsed = false;  // cannot read it again: keep the loader's own error
     }
     if (parsed) throw_duplicate_key_by_case(again, path, "");
     throw;
