@@ -158,6 +158,10 @@ std::string rebase_table_files(const std::string& yaml, const hw::Hardware& hw, 
   return out;
 }
 
+/// A JSON number, or null for an empty optional (no held-out total).
+nlohmann::json or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+std::string pct_or_na(const std::optional<double>& v) { return v ? fmt::format("{:.2f}%", *v) : "n/a (no total held out)"; }
+
 void print_points(const calibrate::FitResult& r, bool held_out) {
   for (const auto& p : r.points) {
     if (p.held_out != held_out) continue;
@@ -268,17 +272,18 @@ void register_calibrate_commands(CLI::App& calibrate) {
       for (int i = 0; i < k; ++i) {
         auto [tr, te] = split(calibrate::holdout_mask(pts, fmt::format("kfold={}/{}", k, i)));
         auto r = calibrate::fit(hw, tr, te, opt);
-        fmt::print("fold {}/{}: {} fitted points (median |error| {:.2f}%), {} held out: median |error| {:.2f}%, max {:.2f}%\n", i, k,
-                   tr.size(), r.median_abs_fit_pct, te.size(), r.median_abs_holdout_pct, r.max_abs_holdout_pct);
+        fmt::print("fold {}/{}: {} fitted points (median |error| {:.2f}%), {} held out: median |error| {}, max {}\n", i, k,
+                   tr.size(), r.median_abs_fit_pct, te.size(), pct_or_na(r.median_abs_holdout_pct), pct_or_na(r.max_abs_holdout_pct));
         for (const auto& p : r.points)
           if (p.held_out && p.phase.empty()) held.push_back(std::fabs(p.error_pct));
-        folds.push_back({{"fold", i}, {"median_abs_fit_pct", r.median_abs_fit_pct}, {"median_abs_holdout_pct", r.median_abs_holdout_pct},
-                         {"max_abs_holdout_pct", r.max_abs_holdout_pct}});
+        folds.push_back({{"fold", i}, {"median_abs_fit_pct", r.median_abs_fit_pct}, {"median_abs_holdout_pct", or_null(r.median_abs_holdout_pct)},
+                         {"max_abs_holdout_pct", or_null(r.max_abs_holdout_pct)}});
       }
       std::sort(held.begin(), held.end());
       const double med = held.empty() ? 0 : (held.size() % 2 ? held[held.size() / 2] : 0.5 * (held[held.size() / 2 - 1] + held[held.size() / 2]));
       fmt::print("k-fold (k={}): {} held-out totals, median |error| {:.2f}%, max {:.2f}%\n", k, held.size(), med, held.empty() ? 0 : held.back());
-      report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", med}, {"max_abs_holdout_pct", held.empty() ? 0 : held.back()}};
+      report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", held.empty() ? nlohmann::json() : nlohmann::json(med)},
+                         {"max_abs_holdout_pct", held.empty() ? nlohmann::json() : nlohmann::json(held.back())}};
       final_fit = calibrate::fit(hw, pts, {}, opt);
     } else {
       try {
@@ -290,14 +295,29 @@ void register_calibrate_commands(CLI::App& calibrate) {
       final_fit = calibrate::fit(hw, tr, te, opt);
     }
     const auto& r = final_fit;
-    fmt::print("fitted {} parameters on {} points ({} evaluations, LM status {})\n", r.params.size(),
-               std::count_if(r.points.begin(), r.points.end(), [](auto& p) { return !p.held_out; }), r.evaluations, r.lm_info);
+    const auto counts = calibrate::fitted_point_counts(r);
+    fmt::print("fitted {} parameters on {}; {} evaluations; LM status {} ({}): {}\n", r.params.size(), calibrate::describe_points(counts),
+               r.evaluations, r.lm_info, calibrate::lm_status_name(r.lm_info), calibrate::lm_status_meaning(r.lm_info));
+    const auto few_points = calibrate::few_points_warning(r);
+    if (few_points) fmt::print(stderr, "warning: {}\n", *few_points);
     fmt::print("  {:<32} {:>12} {:>12} {:>10}  {}\n", "parameter", "start", "fitted", "sigma", "unit");
+    std::vector<std::string> unidentified;
     for (const auto& p : r.params) {
       const auto* d = hw.registry().find(p.key);
-      fmt::print("  {:<32} {:>12.5g} {:>12.5g} {:>10.3g}  {}{}\n", p.key, hw::to_display(d->quantity, p.start_si),
+      fmt::print("  {:<32} {:>12.5g} {:>12.5g} {:>10.3g}  {}{}{}\n", p.key, hw::to_display(d->quantity, p.start_si),
                  hw::to_display(d->quantity, p.value_si), hw::to_display(d->quantity, p.sigma_si), hw::display_unit(d->quantity),
-                 p.at_bound ? "  (at a bound)" : "");
+                 p.at_bound ? "  (at a bound)" : "", p.identified ? "" : "  (not identified)");
+      if (!p.identified)
+        unidentified.push_back(std::isinf(p.sigma_si)
+                                   ? fmt::format("{} {:.4g}{}{}: no fitted point depends on it", p.key, hw::to_display(d->quantity, p.value_si),
+                                                 *hw::display_unit(d->quantity) ? " " : "", hw::display_unit(d->quantity))
+                                   : fmt::format("{} {:.4g} +- {:.3g}{}{}", p.key, hw::to_display(d->quantity, p.value_si),
+                                                 hw::to_display(d->quantity, p.sigma_si), *hw::display_unit(d->quantity) ? " " : "",
+                                                 hw::display_unit(d->quantity)));
+    }
+    if (!unidentified.empty()) {
+      fmt::print("not identified by these points (sigma > |value|, or no point depends on the value):\n");
+      for (const auto& u : unidentified) fmt::print("  {}\n", u);
     }
     // The statistics are over totals (a case's value), phases being weighted residuals only; say so,
     // and give the phases' own when there are any.
@@ -309,38 +329,53 @@ void register_calibrate_commands(CLI::App& calibrate) {
                r.max_abs_fit_pct, r.residual_sigma_pct);
     if (!ph.empty()) {
       std::sort(ph.begin(), ph.end());
-      fmt::print("; {} phases / kernel durations: median |error| {:.2f}%, max {:.2f}%", ph.size(), ph[ph.size() / 2], ph.back());
+      const std::string what = counts.kernel_durations == 0 ? "phases" : counts.phases == 0 ? "kernel durations" : "phases and kernel durations";
+      fmt::print("; {} {}: median |error| {:.2f}%, max {:.2f}%", ph.size(), what, ph[ph.size() / 2], ph.back());
     }
     fmt::print("\n");
     fmt::print("  {:<72} {:>9} {:>9} {:>8}\n", "point", "measured", "predicted", "error");
     print_points(r, false);
     if (std::any_of(r.points.begin(), r.points.end(), [](auto& p) { return p.held_out; })) {
-      fmt::print("held-out points: median |error| {:.2f}%, max {:.2f}%\n", r.median_abs_holdout_pct, r.max_abs_holdout_pct);
+      fmt::print("held-out points: median |error| {}, max {}\n", pct_or_na(r.median_abs_holdout_pct), pct_or_na(r.max_abs_holdout_pct));
       print_points(r, true);
     }
     nlohmann::json params = nlohmann::json::array(), points = nlohmann::json::array();
     for (const auto& p : r.params)
-      params.push_back({{"key", p.key}, {"start_si", p.start_si}, {"value_si", p.value_si}, {"sigma_si", p.sigma_si}, {"at_bound", p.at_bound}});
+      params.push_back({{"key", p.key}, {"start_si", p.start_si}, {"value_si", p.value_si},
+                        {"sigma_si", std::isfinite(p.sigma_si) ? nlohmann::json(p.sigma_si) : nlohmann::json()},  // null: no sigma
+                        {"at_bound", p.at_bound}, {"identified", p.identified}});
     for (const auto& p : r.points)
       points.push_back({{"id", p.id}, {"table", p.table}, {"phase", p.phase}, {"measured_us", p.measured_us},
                         {"predicted_us", p.predicted_us}, {"error_pct", p.error_pct}, {"held_out", p.held_out}});
     report["params"] = params;
     report["points"] = points;
     report["summary"] = {{"median_abs_fit_pct", r.median_abs_fit_pct}, {"max_abs_fit_pct", r.max_abs_fit_pct},
-                         {"residual_sigma_pct", r.residual_sigma_pct}, {"median_abs_holdout_pct", r.median_abs_holdout_pct},
-                         {"max_abs_holdout_pct", r.max_abs_holdout_pct}};
+                         {"residual_sigma_pct", r.residual_sigma_pct}, {"median_abs_holdout_pct", or_null(r.median_abs_holdout_pct)},
+                         {"max_abs_holdout_pct", or_null(r.max_abs_holdout_pct)},
+                         {"fitted_points", {{"all", counts.all()}, {"totals", counts.totals}, {"phases", counts.phases},
+                                            {"kernel_durations", counts.kernel_durations}}},
+                         {"parameters", r.params.size()}, {"not_identified", nlohmann::json::array()}};
+    for (const auto& p : r.params)
+      if (!p.identified) report["summary"]["not_identified"].push_back(p.key);
+    report["lm"] = {{"status", r.lm_info}, {"name", calibrate::lm_status_name(r.lm_info)},
+                    {"meaning", calibrate::lm_status_meaning(r.lm_info)}, {"evaluations", r.evaluations}};
+    report["warnings"] = few_points ? nlohmann::json::array({*few_points}) : nlohmann::json::array();
     std::vector<hw::OutputFile> files;
     if (!a->out.empty()) {
       std::vector<std::string> sources;
       for (const auto& m : a->measurements) sources.push_back(m + (a->holdout == "none" ? "" : " (holdout " + a->holdout + ")"));
-      // Keep the starting file's leading comment block (what the file is, how it is made).
-      std::string header;
+      // Laid out as the starting file (its comments, order of sections and keys, folded description,
+      // and the text of every unchanged value), so a diff against it shows what the fit changed.
+      std::string input;
       {
         std::ifstream in(a->hw);
-        std::string l;
-        while (std::getline(in, l) && !l.empty() && l[0] == '#') header += l + "\n";
+        std::stringstream ss;
+        ss << in.rdbuf();
+        input = ss.str();
       }
-      files.push_back({a->out, header + rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out), "--out"});
+      files.push_back({a->out,
+                       calibrate::keep_input_layout(input, rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out)),
+                       "--out"});
     }
     if (!a->report.empty()) files.push_back({a->report, report.dump(2) + "\n", "--report"});
     hw::write_outputs_atomic(files);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct ParamFit {
   std::string key;
   double start_si = 0, value_si = 0, sigma_si = 0, lower_si = 0, upper_si = 0;
   bool at_bound = false;
+  /// False when the points do not pin the value down: sigma exceeds |value|, is not finite, or the
+  /// points do not depend on the parameter at all (then sigma_si is +infinity).
+  bool identified = true;
 };
 
 struct PointResult {
@@ -59,11 +63,33 @@ struct FitResult {
   std::vector<ParamFit> params;
   std::vector<PointResult> points;     ///< fitted points then held-out points
   double median_abs_fit_pct = 0, max_abs_fit_pct = 0;
-  double median_abs_holdout_pct = 0, max_abs_holdout_pct = 0;
+  /// Over the held-out totals; empty when no total is held out (`--holdout none`).
+  std::optional<double> median_abs_holdout_pct, max_abs_holdout_pct;
   double residual_sigma_pct = 0;       ///< RMS of fitted relative errors (for prediction intervals)
   int evaluations = 0;
-  int lm_info = 0;
+  int lm_info = 0;                     ///< Eigen::LevenbergMarquardtSpace::Status (lm_status_name)
 };
+
+/// The fitted (not held-out) points of a fit by kind: totals, phases (a phase name), kernel durations
+/// (an AFD timeline's "devN/kernel").
+struct PointCounts {
+  int totals = 0, phases = 0, kernel_durations = 0;
+  int all() const { return totals + phases + kernel_durations; }
+};
+PointCounts fitted_point_counts(const FitResult& r);
+/// "356 points (104 totals, 252 kernel durations)"; kinds with no point are left out.
+std::string describe_points(const PointCounts& c);
+/// True for a kernel-duration phase of an AFD timeline ("dev3/combine_impl").
+bool is_kernel_duration(const std::string& phase);
+
+/// Name of an Eigen LevenbergMarquardt status (e.g. 2 -> "RelativeErrorTooSmall") and what it means
+/// for the fit (converged, or stopped and why).
+std::string lm_status_name(int status);
+std::string lm_status_meaning(int status);
+
+/// The warning for a fit on fewer than 3 fitted points per parameter, naming both counts; empty when
+/// there are enough. (Which parameters the points leave undetermined: ParamFit::identified.)
+std::optional<std::string> few_points_warning(const FitResult& r);
 
 /**
  * Fit `free_keys` of `start` to `train` by bounded Levenberg-Marquardt (Eigen's unsupported
@@ -79,10 +105,23 @@ FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, con
               const FitOptions& opt);
 
 /// Write the fitted values into a copy of the hardware description with provenance: kind fitted,
-/// fitted_from (the measurement sources), fitted_on (date), commit, sigma; the original source text
-/// is kept, prefixed with the residual statistics. Returns the YAML text.
+/// fitted_from (the measurement sources), fitted_on (date), commit, sigma (none where it is not
+/// finite); the original source text is kept, prefixed with the fitted points by kind ("356 points (104
+/// totals, 252 kernel durations)"), the totals' residual statistics and "(not identified by these
+/// points)" where that applies. Returns the YAML text (Hardware::to_yaml's layout; see keep_input_layout).
 std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& sources, const std::string& date,
                             const std::string& commit);
+
+/**
+ * `written` (a hardware file's YAML as Hardware::to_yaml writes it: sections and keys sorted, the
+ * description as one line) laid out as `input`, the text of the file it was loaded from: input's
+ * leading comments, its order of top-level blocks and of the keys inside a section, and input's own
+ * text (comments, folded description, flow or block style) for every block and key whose content is
+ * unchanged. What is not in the input (a new block or key) follows what precedes it in `written`.
+ * The result parses to the same content as `written`; if the rearrangement cannot ensure that, it
+ * returns input's leading comments followed by `written`.
+ */
+std::string keep_input_layout(const std::string& input, const std::string& written);
 
 /// Select held-out points: "m=4096" (param equals), "table=pull-grid" (table equals), "kfold=K/I"
 /// (the I-th of K interleaved folds, 0-based), "none". Errors: std::invalid_argument on a bad rule.
