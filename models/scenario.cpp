@@ -39,11 +39,14 @@ void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, con
 }
 
 double number(const YAML::Node& n, const std::string& file, const std::string& key) {
+  double v;
   try {
-    return n.as<double>();
+    v = n.as<double>();
   } catch (const YAML::Exception&) {
     throw FileError(file, line_of(n), key, fmt::format("expected a number, got '{}'", hw::yaml_text(n)));
   }
+  if (!std::isfinite(v)) throw FileError(file, line_of(n), key, fmt::format("expected a finite number, got '{}'", hw::yaml_text(n)));
+  return v;
 }
 
 // The reason of a known miss: a non-empty text. A plain true/false/number is a flag, not a reason.
@@ -216,6 +219,11 @@ Scenario Scenario::load(const std::string& path) try {
   for (const auto& t : tries)
     if (fs::is_regular_file(t)) { sc.hardware_path = t; break; }
   if (sc.hardware_path.empty())
+    for (const auto& t : tries)
+      if (fs::is_directory(t))
+        throw FileError(path, line_of(root["hardware"]), "hardware",
+                        fmt::format("'{}' is a directory ({}), expected a hardware file (e.g. hw/mi355x-8gpu.yaml)", hwp, t));
+  if (sc.hardware_path.empty())
     throw FileError(path, line_of(root["hardware"]), "hardware",
                     fmt::format("no hardware file '{}' (tried {})", hwp, fmt::join(tries, ", ")));
   if (const YAML::Node kd = root["kernel_durations"]) {
@@ -273,8 +281,10 @@ Scenario Scenario::load(const std::string& path) try {
         for (const auto& [pid, prm] : points)
           for (YAML::const_iterator vi = it->second.begin(); vi != it->second.end(); ++vi) {
             const YAML::Node v = *vi;
+            // Clone the value too: assigning a node of the file's document would merge that whole
+            // document's node memory into every point (memory grew faster than the point count).
             YAML::Node copy = YAML::Clone(prm);
-            copy[p] = v;
+            copy[p] = YAML::Clone(v);
             next.push_back({pid + "/" + p + "=" + hw::yaml_text(v), copy});
           }
         points.swap(next);
@@ -371,7 +381,7 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
     if (!known.count(k))
       throw std::invalid_argument(fmt::format("unknown gemm_ar parameter '{}' (accepted: {})", k, fmt::join(known, ", ")));
     try {
-      const YAML::Node& v = it->second;
+      const YAML::Node v = it->second;
       if (k == "mode") c.mode = v.as<std::string>();
       else if (k == "m") c.m = v.as<int64_t>();
       else if (k == "n") c.n = v.as<int64_t>();
@@ -577,11 +587,13 @@ std::string format_table(const nlohmann::json& r) {
     const auto& c0 = r["cases"][0];
     if (c0.contains("interval_of"))  // TTFT: the band is on the predicted change, not the measured base
       o << fmt::format("(95% interval: +-{:.1f}% of each row's predicted TTFT change, from the hardware file's calibration "
-                       "residuals; the base TTFT is measured)\n",
+                       "residuals over the points it was fitted on, which do not cover other shapes or world sizes; the base "
+                       "TTFT is measured)\n",
                        (c0["interval_us"][1].get<double>() - c0["predicted_us"].get<double>()) /
                            std::fabs(c0["predicted_us"].get<double>() - c0["params"]["ttft_base_ms"].get<double>() * 1e3) * 100);
     else
-      o << fmt::format("(95% interval of every prediction: +-{:.1f}%, from the hardware file's calibration residuals)\n",
+      o << fmt::format("(95% interval of every prediction: +-{:.1f}%, from the hardware file's calibration residuals over the "
+                       "points it was fitted on; it does not cover extrapolation to other shapes or world sizes)\n",
                        (c0["interval_us"][1].get<double>() / c0["predicted_us"].get<double>() - 1) * 100);
   }
   for (const auto& c : r["cases"]) {
@@ -600,9 +612,24 @@ std::string format_table(const nlohmann::json& r) {
                          c["exchange_us"].get<double>()) + flag;
     o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
     std::string ph;
+    std::string device;  // AFD kernels ("devN/kernel" with a role): grouped per device, role named once
     for (const auto& p : c["phases"]) {
       const double d = p["end_us"].get<double>() - p["start_us"].get<double>();
-      ph += fmt::format("{}{} {:.1f}", ph.empty() ? "" : ", ", p["name"].get<std::string>(), d);
+      std::string name = p["name"].get<std::string>();
+      const auto slash = name.find('/');
+      if (p.contains("role") && slash != std::string::npos) {
+        const std::string dev = name.substr(0, slash);
+        name = name.substr(slash + 1);
+        if (dev != device) {
+          ph += fmt::format("{}{} ({}): ", ph.empty() ? "" : "; ", dev, p["role"].get<std::string>());
+          device = dev;
+        } else {
+          ph += ", ";
+        }
+        ph += fmt::format("{} {:.1f}", name, d);
+      } else {
+        ph += fmt::format("{}{} {:.1f}", ph.empty() ? "" : ", ", name, d);
+      }
       if (p.contains("measured_us")) ph += fmt::format(" (meas {:.1f}, {:+.1f}%)", p["measured_us"].get<double>(), p["error_pct"].get<double>());
     }
     if (c.contains("window_MiB")) {
@@ -612,6 +639,33 @@ std::string format_table(const nlohmann::json& r) {
     }
     if (!ph.empty()) o << fmt::format("{:<{}}    phases (us): {}\n", "", w, ph);
     if (c.contains("note") && c["note"].is_string()) o << fmt::format("{:<{}}    note: {}\n", "", w, c["note"].get<std::string>());
+    if (c.contains("whatif")) {
+      const auto& wi = c["whatif"];
+      std::string sw;
+      for (const auto& x : wi["switches"]) sw += (sw.empty() ? "" : " + ") + x.get<std::string>();
+      o << fmt::format("{:<{}}    what-if: {} {:.1f} us against {:.1f} us without ({:+.1f} us, {:+.1f}%)\n", "", w, sw,
+                       c["predicted_us"].get<double>(), wi["without_us"].get<double>(), wi["change_us"].get<double>(),
+                       wi["change_pct"].get<double>());
+    }
+    if (c.contains("extra") && c["extra"].contains("nic_ops_per_round_trip")) {
+      // NIC operations per round trip, devices with the same counts on one entry.
+      std::vector<std::pair<std::string, std::vector<int>>> groups;
+      for (const auto& n : c["extra"]["nic_ops_per_round_trip"]) {
+        const std::string k = fmt::format("{} NIC: atomics in {}, out {}, inline writes out {}, payload writes {}, polls {}",
+                                          n["role"].get<std::string>(), n["atomics_in"].get<long>(), n["atomics_out"].get<long>(),
+                                          n["inline_writes_out"].get<long>(), n["payload_writes"].get<long>(), n["polls"].get<long>());
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == k; });
+        if (it == groups.end()) groups.push_back({k, {n["device"].get<int>()}});
+        else it->second.push_back(n["device"].get<int>());
+      }
+      std::string t;
+      for (const auto& [k, devs] : groups) {
+        std::string d;
+        for (int x : devs) d += (d.empty() ? "" : ",") + std::to_string(x);
+        t += fmt::format("{}dev {}: {}", t.empty() ? "" : "; ", d, k);
+      }
+      o << fmt::format("{:<{}}    NIC ops per round trip: {}\n", "", w, t);
+    }
     if (c.contains("saving_per_layer_forward_us")) {
       const double saving = c["saving_per_layer_forward_us"].get<double>();
       std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "

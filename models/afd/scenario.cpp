@@ -168,7 +168,20 @@ nlohmann::json result_json(const AfdCase& c, const AfdResult& r) {
 
 nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace) {
   const AfdCase c = afd_case_from_yaml(params);
-  return result_json(c, simulate_afd(hw, c, trace));
+  nlohmann::json out = result_json(c, simulate_afd(hw, c, trace));
+  // A case with protocol what-ifs switched on also reports the same exchange without them, so its
+  // predicted effect is on the case's own line.
+  std::vector<std::string> on;
+  AfdCase base = c;
+  if (c.skip_empty_finish) on.push_back("skip_empty_finish"), base.skip_empty_finish = false;
+  if (c.inline_finish) on.push_back("inline_finish"), base.inline_finish = false;
+  if (c.rotate_channels) on.push_back("rotate_channels"), base.rotate_channels = false;
+  if (!on.empty()) {
+    const double without = simulate_afd(hw, base, nullptr).exchange_us, with = out["predicted_us"].get<double>();
+    out["whatif"] = {{"switches", on}, {"without_us", without}, {"change_us", with - without},
+                     {"change_pct", (with - without) / without * 100.0}};
+  }
+  return out;
 }
 
 }  // namespace fusesim::afd

@@ -142,6 +142,49 @@ TEST(ScenarioLoader, AKeyGivenTwiceInACaseNamesTheCaseById) {
   expect_file_error(head + "model: afd\ncases:\n  - id: a\n", "'model': key given twice", 4);
 }
 
+TEST(ScenarioLoader, NonFiniteNumbersAndADirectoryAsHardwareAreRefused) {
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
+  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: rccl, m: 1024}\n    measured: {value_us: .inf, source: x}\n",
+                    "'cases[a].measured.value_us': expected a finite number, got '.inf'", 7);
+  expect_file_error(head + "tolerance_pct: .nan\ncases: []\n", "expected a finite number", 4);
+  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: " + kRoot + "/hw\ncases: []\n", "is a directory", 3);
+}
+
+TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
+  // 8 x 8 x 8 x 8 = 4096 points: each point holds its own copy of the swept values (assigning the
+  // file's nodes merged the whole document into every point and grew memory faster than the points).
+  const std::string p = write_tmp("sweep.yaml", "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n"
+                        "cases:\n  - id: a\n    params: {mode: fused-sdma, m: 4096}\n"
+                        "    sweep: {m: [1024, 2048, 3072, 4096, 5120, 6144, 7168, 8192], n: [1024, 2048, 3072, 4096, 5120, 6144, 7168, 8192],"
+                        " k: [256, 512, 768, 1024, 1280, 1536, 1792, 2048], chunks: [1, 2, 3, 4, 5, 6, 7, 8]}\n");
+  const auto sc = models::Scenario::load(p);
+  ASSERT_EQ(sc.cases.size(), 4096u);
+  const auto& last = sc.cases.back();
+  EXPECT_EQ(last.id, "a/m=8192/n=8192/k=2048/chunks=8");
+  EXPECT_EQ(last.params["m"].as<int>(), 8192);
+  EXPECT_EQ(last.params["chunks"].as<int>(), 8);
+  EXPECT_EQ(sc.cases[9].params["k"].as<int>(), 512);
+  EXPECT_EQ(sc.cases[9].params["chunks"].as<int>(), 2);
+}
+
+TEST(ScenarioAfd, AWhatIfCaseReportsItsEffectAgainstTheSameExchangeWithout) {
+  const std::string p = write_tmp("whatif.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h100-ib-pods.yaml\nmodel: afd\n"
+                        "cases:\n  - id: base\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n"
+                        "  - id: skip\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1, skip_empty_finish: true}\n");
+  const auto sc = models::Scenario::load(p);
+  const auto r = models::run_scenario(sc, models::load_scenario_hardware(sc));
+  const auto& base = r["cases"][0];
+  const auto& skip = r["cases"][1];
+  EXPECT_FALSE(base.contains("whatif"));
+  ASSERT_TRUE(skip.contains("whatif"));
+  EXPECT_NEAR(skip["whatif"]["without_us"].get<double>(), base["predicted_us"].get<double>(), 1e-6);
+  EXPECT_LT(skip["whatif"]["change_pct"].get<double>(), -5.0);
+  const std::string table = models::format_table(r);
+  EXPECT_NE(table.find("what-if: skip_empty_finish"), std::string::npos) << table;
+  EXPECT_NE(table.find("NIC ops per round trip: dev 0,1,2,3: ffn NIC: atomics in 2, out 2"), std::string::npos) << table;
+  EXPECT_NE(table.find("dev0 (ffn): hybrid_dispatch"), std::string::npos) << table;
+}
+
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
