@@ -300,6 +300,13 @@ void register_calibrate_commands(CLI::App& calibrate) {
                r.evaluations, r.lm_info, calibrate::lm_status_name(r.lm_info), calibrate::lm_status_meaning(r.lm_info));
     const auto few_points = calibrate::few_points_warning(r);
     if (few_points) fmt::print(stderr, "warning: {}\n", *few_points);
+    const std::optional<std::string> not_converged =
+        calibrate::lm_converged(r.lm_info)
+            ? std::nullopt
+            : std::optional<std::string>(fmt::format("the fit did not converge (LM status {}, {}): the values reported and "
+                                                     "written are where it stopped",
+                                                     r.lm_info, calibrate::lm_status_name(r.lm_info)));
+    if (not_converged) fmt::print(stderr, "warning: {}\n", *not_converged);
     fmt::print("  {:<32} {:>12} {:>12} {:>10}  {}\n", "parameter", "start", "fitted", "sigma", "unit");
     std::vector<std::string> unidentified;
     for (const auto& p : r.params) {
@@ -360,6 +367,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     report["lm"] = {{"status", r.lm_info}, {"name", calibrate::lm_status_name(r.lm_info)},
                     {"meaning", calibrate::lm_status_meaning(r.lm_info)}, {"evaluations", r.evaluations}};
     report["warnings"] = few_points ? nlohmann::json::array({*few_points}) : nlohmann::json::array();
+    if (not_converged) report["warnings"].push_back(*not_converged);
     std::vector<hw::OutputFile> files;
     if (!a->out.empty()) {
       std::vector<std::string> sources;
@@ -373,9 +381,13 @@ void register_calibrate_commands(CLI::App& calibrate) {
         ss << in.rdbuf();
         input = ss.str();
       }
-      files.push_back({a->out,
-                       calibrate::keep_input_layout(input, rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out)),
-                       "--out"});
+      std::string fell_back;
+      std::string text = calibrate::keep_input_layout(
+          input, rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out), &fell_back);
+      if (!fell_back.empty())
+        fmt::print(stderr, "warning: --out {}: the starting file's layout is not kept ({}); written with sections and keys "
+                           "sorted and the description on one line\n", a->out, fell_back);
+      files.push_back({a->out, std::move(text), "--out"});
     }
     if (!a->report.empty()) files.push_back({a->report, report.dump(2) + "\n", "--report"});
     hw::write_outputs_atomic(files);

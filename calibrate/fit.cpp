@@ -521,16 +521,25 @@ std::string leading_comments(const std::string& text) {
 }
 }  // namespace
 
-std::string keep_input_layout(const std::string& input, const std::string& written) {
+std::string keep_input_layout(const std::string& input, const std::string& written, std::string* fell_back) {
   const std::string fallback = leading_comments(input) + written;
+  auto give_up = [&](const std::string& why) {
+    if (fell_back) *fell_back = why;
+    return fallback;
+  };
+  if (input.find('\r') != std::string::npos) return give_up("the input has CRLF line ends");
   try {
     const Chunks in = split_chunks(lines_of(input), 0), wr = split_chunks(lines_of(written), 0);
     const std::string out = merge_chunks(in, wr, 0, true);
-    if (!same_content(YAML::Load(out), YAML::Load(written))) return fallback;
+    if (!same_content(YAML::Load(out), YAML::Load(written)))
+      return give_up("rearranged as the input, the text would not load to the fitted content (an indentation other than "
+                     "two spaces?)");
     return out;
-  } catch (const std::exception&) {  // a layout this cannot split, or YAML it cannot parse
-    return fallback;
+  } catch (const std::exception& e) {  // a layout this cannot split, or YAML it cannot parse
+    return give_up(std::string("the input's layout could not be followed: ") + e.what());
   }
 }
+
+bool lm_converged(int status) { return status >= 1 && status <= 4; }
 
 }  // namespace fusesim::calibrate

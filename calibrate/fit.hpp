@@ -119,9 +119,13 @@ std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& 
  * text (comments, folded description, flow or block style) for every block and key whose content is
  * unchanged. What is not in the input (a new block or key) follows what precedes it in `written`.
  * The result parses to the same content as `written`; if the rearrangement cannot ensure that, it
- * returns input's leading comments followed by `written`.
+ * returns input's leading comments followed by `written`, and sets *fell_back (when given) to why.
  */
-std::string keep_input_layout(const std::string& input, const std::string& written);
+std::string keep_input_layout(const std::string& input, const std::string& written, std::string* fell_back = nullptr);
+
+/// True for the LM statuses that mean the fit converged (1-4); false for 0 (not run), 5 (stopped at
+/// --max-evaluations) and 6-9 (stopped short of the tolerances).
+bool lm_converged(int status);
 
 /// Select held-out points: "m=4096" (param equals), "table=pull-grid" (table equals), "kfold=K/I"
 /// (the I-th of K interleaved folds, 0-based), "none". Errors: std::invalid_argument on a bad rule.

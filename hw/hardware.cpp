@@ -147,7 +147,12 @@ double parse_quantity(Quantity q, const std::string& text) {
   std::smatch m;
   if (!std::regex_match(text, m, re))
     throw std::invalid_argument(fmt::format("'{}' is not a {} (expected {})", text, quantity_name(q), expected_units(q)));
-  const double num = std::stod(m[1].str());
+  double num;
+  try {
+    num = std::stod(m[1].str());
+  } catch (const std::out_of_range&) {
+    throw std::invalid_argument(fmt::format("'{}': the number is out of the range of a double", text));
+  }
   const std::string unit = m[2].str();
   const auto& units = units_for(q);
   if (units.empty()) {
@@ -264,6 +269,12 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
             throw FileError(path, line_of(t->second), "topology.kind",
                             fmt::format("unknown topology kind '{}' (expected one of: {})", hw.topology_kind_, fmt::join(kinds, ", ")));
         } else {
+          // The integer fields some model reads (gpus; the pods model's gpus_per_pod, gpus_per_node,
+          // nics_per_node): a misspelt one would silently fall back to its default.
+          static const std::vector<std::string> ints{"gpus", "gpus_per_pod", "gpus_per_node", "nics_per_node"};
+          if (std::find(ints.begin(), ints.end(), k) == ints.end())
+            throw FileError(path, line_of(t->first), "topology." + k,
+                            fmt::format("unknown topology key (expected kind, {})", fmt::join(ints, ", ")));
           try {
             hw.topology_ints_[k] = t->second.as<int>();
           } catch (const YAML::Exception&) {

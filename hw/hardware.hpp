@@ -167,6 +167,8 @@ class Hardware {
   /// A table declared under `tables:`; std::out_of_range naming the table and file if absent.
   const Table& table(const std::string& name) const;
   bool has_table(const std::string& name) const { return tables_.count(name) != 0; }
+  /// Every table declared under `tables:` (name -> table), e.g. to list the files a run reads.
+  const std::map<std::string, Table>& tables() const { return tables_; }
   /// The `calibration:` block written by `fusesim calibrate fit` (empty optional if never fitted).
   const std::optional<Calibration>& calibration() const { return calibration_; }
   void set_calibration(Calibration c) { calibration_ = std::move(c); }

@@ -664,7 +664,10 @@ std::string format_table(const nlohmann::json& r) {
         for (int x : devs) d += (d.empty() ? "" : ",") + std::to_string(x);
         t += fmt::format("{}dev {}: {}", t.empty() ? "" : "; ", d, k);
       }
-      o << fmt::format("{:<{}}    NIC ops per round trip: {}\n", "", w, t);
+      const auto& ex = c["extra"];
+      const int share = ex.contains("gpus_per_nic") ? int(ex["gpus_per_nic"].get<double>()) : 1;
+      o << fmt::format("{:<{}}    NIC ops per round trip{}: {}\n", "", w,
+                       share > 1 ? fmt::format(" (per GPU; {} GPUs share each NIC, which serves their sum)", share) : "", t);
     }
     if (c.contains("saving_per_layer_forward_us")) {
       const double saving = c["saving_per_layer_forward_us"].get<double>();

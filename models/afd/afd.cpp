@@ -470,6 +470,7 @@ void run_pods(Ctx& x) {
   // NICs: gpus_per_node / nics_per_node GPUs of a pod share one (1 on H100 HGX: 8 NICs for 8 GPUs,
   // rail-optimised); the NIC is named after the first GPU that uses it. validate() checks the ratio.
   const int gpus_per_nic = nic_sharing(x.hw);
+  x.res.extra["gpus_per_nic"] = gpus_per_nic;
   auto nic_of = [&](int g) {
     const int l = g < F ? g : (g - F) % P;  // local index within its pod
     return g - l + (l / gpus_per_nic) * gpus_per_nic;
@@ -857,7 +858,7 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
   if (c.hidden < 1) bad("hidden", fmt::format("must be >= 1, got {}", c.hidden));
   if (c.dtype_bytes < 1) bad("payload", fmt::format("must have >= 1 byte per element, got {}", c.dtype_bytes));
   if (c.capacity < 1) bad("capacity", fmt::format("must be >= 1, got {}", c.capacity));
-  if (c.experts < 1) bad("experts", fmt::format("must be >= 1, got {}", c.experts));
+  if (c.experts < 1 || c.experts > 65536) bad("experts", fmt::format("must be in 1..65536, got {}", c.experts));
   if (c.topk < 1 || c.topk > c.experts) bad("topk", fmt::format("must be in 1..'experts' ({}), got {}", c.experts, c.topk));
   if (c.experts % c.ffn_ranks)
     bad("experts", fmt::format("({}) must be a multiple of 'ffn_ranks' ({})", c.experts, c.ffn_ranks));

@@ -261,6 +261,8 @@ void register_all(CLI::App& app) {
     auto sc = models::Scenario::load(run_args->scenarios.at(0));
     refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
     auto hw = models::load_scenario_hardware(sc);
+    for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
+      refuse_overwriting_input(outputs, t.file, fmt::format("hardware file's measured table '{}'", name));
     sim::TraceSink trace;
     models::RunOptions opt;
     opt.only = run_args->only;

@@ -212,6 +212,20 @@ TEST(AfdModel, NvlinkPerDirectionCapsTheDomain) {
   EXPECT_GT(simulate_afd(slow, c, nullptr).exchange_us, 2.0 * simulate_afd(h200(), c, nullptr).exchange_us);
 }
 
+TEST(AfdModel, ExpertsAreBoundedAndSharedNicsAreReported) {
+  AfdCase c;
+  c.attention_ranks = 2;
+  c.ffn_ranks = 2;
+  c.experts = 1000000000;  // routing shuffles E ids per token: refused instead of running out of memory
+  try {
+    (void)simulate_afd(h200(), c, nullptr);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'experts' must be in 1..65536"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(simulate_afd(h100(), cross(4, 1, 24), nullptr).extra.at("gpus_per_nic"), 1.0);
+}
+
 TEST(AfdChannels, EightPerTransportSm) { EXPECT_EQ(channels_of(24), 192); }
 
 TEST(AfdNicOps, FfnNicSeesTwoCSAtomicsPerRoundTripAtT1) {

@@ -181,8 +181,11 @@ TEST(FitReport, CommandPrintsStatusNameWarningUnidentifiedAndNullHoldout) {
   EXPECT_EQ(rep["summary"]["parameters"], 17);
   EXPECT_EQ(rep["lm"]["status"], 5);
   EXPECT_EQ(rep["lm"]["name"], "TooManyFunctionEvaluation");
-  ASSERT_EQ(rep["warnings"].size(), 1u);
+  ASSERT_EQ(rep["warnings"].size(), 2u);  // few points, and the fit stopped at --max-evaluations
   EXPECT_NE(rep["warnings"][0].get<std::string>().find("51 wanted"), std::string::npos);
+  EXPECT_NE(rep["warnings"][1].get<std::string>().find("the fit did not converge (LM status 5, TooManyFunctionEvaluation)"),
+            std::string::npos);
+  EXPECT_NE(out.find("warning: the fit did not converge (LM status 5"), std::string::npos) << out;
   size_t unidentified = 0;
   for (const auto& p : rep["params"]) {
     ASSERT_TRUE(p["identified"].is_boolean()) << p.dump();
@@ -266,6 +269,13 @@ TEST(KeepInputLayout, AnInputItCannotSplitGivesTheWrittenTextAfterTheComments) {
   const std::string written = "name: x\ngpu:\n  a: {value: \"1\", kind: measured, source: s}\n";
   EXPECT_EQ(keep_input_layout("# c\n  name: x\n", written), "# c\n" + written);
   EXPECT_EQ(keep_input_layout("", written), written);
+  // The caller learns why (and warns the user): CRLF line ends are not followed.
+  std::string why;
+  EXPECT_EQ(keep_input_layout("name: x\r\ntopology: {gpus: 4, kind: full_mesh}\r\n", written, &why), written);
+  EXPECT_NE(why.find("CRLF"), std::string::npos) << why;
+  why.clear();
+  (void)keep_input_layout("# c\n  name: x\n", written, &why);
+  EXPECT_FALSE(why.empty());
 }
 
 TEST(KeepInputLayout, FitOfTheReadmeNvlinkExampleChangesOnlyTheFittedKeysAndAddsTheCalibration) {

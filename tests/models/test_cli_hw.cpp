@@ -106,6 +106,22 @@ TEST(CliRun, OutThatIsTheScenarioIsRefusedAndTheScenarioKept) {
   EXPECT_EQ(read_file(sc), before);
 }
 
+TEST(CliRun, OutThatIsAMeasuredTableOfTheHardwareFileIsRefused) {
+  // The H200 pair's hardware file reads measured tables (JSON lines); --out must not replace one.
+  const std::string dir = fresh_dir("run_table");
+  const auto hw = models::load_hardware(kRoot + "/hw/h200-2gpu.yaml");
+  ASSERT_FALSE(hw.tables().empty());
+  const std::string table = hw.tables().begin()->second.file;
+  const std::string before = read_file(table);
+  const std::string sc = dir + "/pair.yaml";
+  std::ofstream(sc) << "scenario: pair\nhardware: " << kRoot << "/hw/h200-2gpu.yaml\nmodel: h200_probe\ncases:\n"
+                    << "  - id: a\n    params: {probe: copy_hop, size_bytes: 1048576}\n";
+  const auto r = run_cli({"run", sc, "--out", table});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "measured table")) << r.error;
+  EXPECT_EQ(read_file(table), before);
+}
+
 // --- 2. check --plot wants a directory, and creates only its last component ------------------------
 
 TEST(CliCheck, PlotThatIsAFileIsRefusedBeforeAnyCheck) {

@@ -72,6 +72,10 @@ TEST(ScenarioHardware, TopologyKindMustBeOneTheModelsKnow) {
   expect_hw_error(with("topology: {kind: torus, gpus: 8}"),
                   "'topology.kind': unknown topology kind 'torus' (expected one of: full_mesh, pair, pods)", line);
   expect_hw_error(with("topology: {gpus: 8}"), "'topology.kind': missing (expected one of: full_mesh, pair, pods)", line);
+  EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, "1e400GBps"), std::invalid_argument);
+  // A misspelt NIC-sharing key would silently model one NIC per GPU.
+  expect_hw_error(with("topology: {kind: pods, gpus: 8, gpus_per_pod: 4, nic_per_node: 4}"),
+                  "'topology.nic_per_node': unknown topology key (expected kind, gpus, gpus_per_pod, gpus_per_node, nics_per_node)", line);
   for (const std::string kind : {"full_mesh", "pair", "pods"})
     EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", with("topology: {kind: " + kind + ", gpus: 8}")))) << kind;
 }
