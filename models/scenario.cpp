@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "models/afd/afd.hpp"
 #include "models/afd/params.hpp"
 #include "models/afd/scenario.hpp"
 #include "models/gemm_ar.hpp"
@@ -453,6 +454,14 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       }
       throw FileError(sc.path, sc.hardware_line, "hardware",
                       fmt::format("{} lacks {} (required by the {} model{}; is this the right hardware file?)", file, list, sc.model, more));
+    }
+    // The pods model's NIC placement is a property of the hardware: refused at the hardware line.
+    if (sc.model == "afd" && hw.topology_kind() == "pods") {
+      try {
+        (void)afd::gpus_per_nic(hw);
+      } catch (const std::invalid_argument& e) {
+        throw FileError(sc.path, sc.hardware_line, "hardware", e.what());
+      }
     }
   }
   nlohmann::json cases = nlohmann::json::array();

@@ -38,9 +38,6 @@ std::pair<int, int> sm_finish_posts(const std::vector<int>& tokens_per_channel, 
 
 constexpr double kUs = 1e-6;
 
-/// GPUs per NIC on a pods topology: topology gpus_per_node / nics_per_node (both optional; one NIC
-/// per GPU when either is absent). Errors: std::invalid_argument when the ratio is not a whole
-/// number that divides gpus_per_pod (more NICs than GPUs per node is not modelled).
 int nic_sharing(const hw::Hardware& hw) {
   const int P = hw.topology_int("gpus_per_pod", 4);
   const int nics = hw.topology_int("nics_per_node", 0), gpus = hw.topology_int("gpus_per_node", 0);
@@ -808,6 +805,8 @@ const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
       "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
   return hw.topology_kind() == "pods" ? pods_keys : nvlink_keys;
 }
+
+int gpus_per_nic(const hw::Hardware& hw) { return nic_sharing(hw); }
 
 std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw) {
   std::vector<std::string> missing;

@@ -121,6 +121,11 @@ struct AfdResult {
 /// The hardware parameters the AFD model reads on `hw`'s topology (the NVLink domain or InfiniBand
 /// pods): the model's required set for that hardware.
 const std::vector<std::string>& hardware_keys(const hw::Hardware& hw);
+/// GPUs per NIC on a pods topology: topology gpus_per_node / nics_per_node (both absent: one NIC per
+/// GPU). Errors: std::invalid_argument naming the hardware when only one is given, or when the ratio
+/// is not a whole number that divides gpus_per_pod (more NICs than GPUs per node is not modelled).
+int gpus_per_nic(const hw::Hardware& hw);
+
 /// Those of hardware_keys(hw) that `hw` does not set; empty when it can run. simulate_afd refuses
 /// such hardware naming them, and the scenario runner checks it before any case runs.
 std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw);

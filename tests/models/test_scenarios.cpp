@@ -171,6 +171,25 @@ TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
   EXPECT_EQ(sc.cases[9].params["chunks"].as<int>(), 2);
 }
 
+TEST(ScenarioAfd, ANicPlacementTheModelCannotTakeIsRefusedAtTheHardwareLine) {
+  std::string hwt = read_file(kRoot + "/hw/h100-ib-pods.yaml");
+  const std::string from = "gpus_per_node: 8, nics_per_node: 8";
+  ASSERT_NE(hwt.find(from), std::string::npos);
+  hwt.replace(hwt.find(from), from.size(), "gpus_per_node: 8, nics_per_node: 16");  // more NICs than GPUs
+  const std::string hwp = write_tmp("pods-16nic.yaml", hwt);
+  const std::string p = write_tmp("nics.yaml", "scenario: s\nmodel: afd\nhardware: " + hwp +
+                                                   "\ncases:\n  - id: a\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n");
+  const auto sc = models::Scenario::load(p);
+  try {
+    (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
+    ADD_FAILURE() << "ran on a NIC placement the model cannot take";
+  } catch (const hw::FileError& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find(":3: 'hardware'"), std::string::npos) << w;
+    EXPECT_NE(w.find("must be a whole number of GPUs per NIC"), std::string::npos) << w;
+  }
+}
+
 TEST(ScenarioAfd, AWhatIfCaseReportsItsEffectAgainstTheSameExchangeWithout) {
   const std::string p = write_tmp("whatif.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h100-ib-pods.yaml\nmodel: afd\n"
                         "cases:\n  - id: base\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n"
