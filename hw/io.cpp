@@ -22,7 +22,7 @@ namespace fusesim::hw {
 
 namespace {
 /// Reject a mapping that repeats a key anywhere in the document (yaml-cpp keeps both silently).
-void check_duplicate_keys(const YAML::Node& n, const std::string& path, const std::string& where) {
+void check_duplicate_keys(const YAML::Node& n, const std::string& path, const std::string& where, const ElementName& name) {
   if (n.IsMap()) {
     std::set<std::string> seen;
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -30,15 +30,16 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& path, const st
       const std::string here = where.empty() ? k : where + "." + k;
       if (!seen.insert(k).second)
         throw FileError(path, it->first.Mark().line + 1, here, "key given twice in the same mapping");
-      check_duplicate_keys(it->second, path, here);
+      check_duplicate_keys(it->second, path, here, name);
     }
   } else if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i) check_duplicate_keys(n[i], path, where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < n.size(); ++i)
+      check_duplicate_keys(n[i], path, name ? name(where, n[i], i) : where + "[" + std::to_string(i) + "]", name);
   }
 }
 }  // namespace
 
-YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
+YAML::Node load_yaml_map(const std::string& path, const std::string& what, const ElementName& element_name) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, 0, "", fmt::format("is a directory, expected a {}", what));
   std::ifstream in(path);
@@ -69,7 +70,7 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what) {
     throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg + hint);
   }
   if (!root.IsMap()) throw FileError(path, 1, "", "expected a mapping at the top level of the " + what);
-  check_duplicate_keys(root, path, "");
+  check_duplicate_keys(root, path, "", element_name);
   return root;
 }
 

@@ -10,11 +10,15 @@
 
 namespace fusesim::hw {
 
+/// How an error names element i of the sequence at key path `where` (default: "where[i]"); a
+/// scenario names a case by its id ("cases[ID]").
+using ElementName = std::function<std::string(const std::string& where, const YAML::Node& element, size_t i)>;
+
 /// Read a YAML file whose top level must be a mapping. `what` names the file's role in errors
 /// ("hardware file", "scenario file"). Errors: FileError (hw/hardware.hpp) naming the file and
 /// line for an unreadable file, a syntax error, a top level that is not a mapping, or a key given
-/// twice in one mapping anywhere in the document.
-YAML::Node load_yaml_map(const std::string& path, const std::string& what);
+/// twice in one mapping anywhere in the document (its key path built with `element_name`).
+YAML::Node load_yaml_map(const std::string& path, const std::string& what, const ElementName& element_name = {});
 
 /// A YAML value as written, for messages and ids: a scalar's text, "null" for a missing or null
 /// value, the flow form ("[1, 2]", "{a: 1}") of a sequence or mapping.

@@ -143,45 +143,12 @@ std::string case_key(const YAML::Node& cnode, size_t i) {
   return fmt::format("cases[{}]", i);
 }
 
-/// The first key given twice in one mapping, found in the order hw::load_yaml_map looks (depth
-/// first, file order), named with the case's id under `cases` (hw::load_yaml_map only knows the
-/// index). Throws that FileError; returns when there is none.
-void throw_duplicate_key_by_case(const YAML::Node& n, const std::string& path, const std::string& where) {
-  if (n.IsMap()) {
-    std::set<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      const std::string k = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
-      const std::string here = where.empty() ? k : where + "." + k;
-      if (!seen.insert(k).second) throw FileError(path, it->first.Mark().line + 1, here, "key given twice in the same mapping");
-      if (where.empty() && k == "cases" && it->second.IsSequence()) {
-        for (size_t i = 0; i < it->second.size(); ++i)
-          throw_duplicate_key_by_case(it->second[i], path, case_key(it->second[i], i));
-      } else {
-        throw_duplicate_key_by_case(it->second, path, here);
-      }
-    }
-  } else if (n.IsSequence()) {
-    for (size_t i = 0; i < n.size(); ++i) throw_duplicate_key_by_case(n[i], path, where + "[" + std::to_string(i) + "]");
-  }
-}
-
 /// The scenario file's top-level mapping (hw::load_yaml_map), a key given twice inside a case being
 /// named `cases[ID]...` like every other error of a case with an id.
 YAML::Node load_scenario_root(const std::string& path) {
-  try {
-    return hw::load_yaml_map(path, "scenario file");
-  } catch (const FileError& e) {
-    if (std::string(e.what()).find("key given twice") == std::string::npos) throw;
-    YAML::Node again;
-    bool parsed = true;
-    try {
-      again = YAML::LoadFile(path);
-    } catch (const std::exception&) {
-      parsed = false;  // cannot read it again: keep the loader's own error
-    }
-    if (parsed) throw_duplicate_key_by_case(again, path, "");
-    throw;
-  }
+  return hw::load_yaml_map(path, "scenario file", [](const std::string& where, const YAML::Node& element, size_t i) {
+    return where == "cases" ? case_key(element, i) : where + "[" + std::to_string(i) + "]";
+  });
 }
 
 bool matches(const YAML::Node& params, const YAML::Node& at) {

@@ -128,8 +128,8 @@ TEST(ScenarioHardware, TheH200PairModelsNeedTheGemmKeysTheyRead) {
 }
 
 TEST(ScenarioLoader, AKeyGivenTwiceInACaseNamesTheCaseById) {
-  // hw::load_yaml_map finds the repeated key and names the case by index; the scenario loader names
-  // it by its id, as every other error of a case with an id.
+  // hw::load_yaml_map finds the repeated key; the scenario loader has it name a case by its id, as
+  // every other error of a case with an id.
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
   expect_file_error(head + "cases:\n  - id: a\n    params: {m: 1}\n  - id: c\n    params: {tokens: 1, tokens: 2}\n",
                     "'cases[c].params.tokens': key given twice in the same mapping", 8);
