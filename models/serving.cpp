@@ -104,6 +104,19 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
           {"phases", nlohmann::json::array()}};
 }
 
+nlohmann::json break_even_point(const hw::Hardware& hw, const GemmArConfig& fused, int64_t m) {
+  GemmArConfig f = fused, s = fused, r = fused;
+  f.mode = "fused-sdma";
+  f.m = s.m = r.m = m;
+  s.mode = "split-sdma";
+  r.mode = "rccl";
+  s.gather_dtype = r.gather_dtype = "bf16";
+  s.gather_transport = r.gather_transport = "sdma";
+  s.fuse_quantize = r.fuse_quantize = false;
+  return {{"m", m}, {"fused_us", simulate_gemm_ar(hw, f).total_us}, {"split_us", simulate_gemm_ar(hw, s).total_us},
+          {"rccl_us", simulate_gemm_ar(hw, r).total_us}};
+}
+
 BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused_in, int64_t max_m) {
   BreakEven out;
   out.curve = nlohmann::json::array();
@@ -111,16 +124,10 @@ BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused_in, int64
   fused.mode = "fused-sdma";
   const int64_t step = int64_t(fused.world_size) * block_m(fused.quant);
   auto eval = [&](int64_t m) {
-    GemmArConfig f = fused, s = fused, r = fused;
-    f.m = s.m = r.m = m;
-    s.mode = "split-sdma";
-    r.mode = "rccl";
-    s.gather_dtype = r.gather_dtype = "bf16";
-    s.gather_transport = r.gather_transport = "sdma";
-    s.fuse_quantize = r.fuse_quantize = false;
-    const double tf = simulate_gemm_ar(hw, f).total_us, ts = simulate_gemm_ar(hw, s).total_us, tr = simulate_gemm_ar(hw, r).total_us;
-    out.curve.push_back({{"m", m}, {"fused_us", tf}, {"split_us", ts}, {"rccl_us", tr}});
-    return std::make_pair(tf < ts, tf < tr);
+    out.curve.push_back(break_even_point(hw, fused, m));
+    const auto& p = out.curve.back();
+    const double tf = p["fused_us"].get<double>();
+    return std::make_pair(tf < p["split_us"].get<double>(), tf < p["rccl_us"].get<double>());
   };
   // The fused and split kernels pad M up to a multiple of ws*BLOCK_M; the RCCL baseline does not. So
   // over each padding step (k*step, (k+1)*step] the padded paths cost the same while the baseline

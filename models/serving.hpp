@@ -43,6 +43,13 @@ struct BreakEven {
 };
 
 /**
+ * One point of a break-even curve: {m, fused_us, split_us, rccl_us} for the shape of `fused` at M=m,
+ * fused-sdma on its wire against split-sdma and the RCCL baseline, both on the bf16 SDMA wire (the
+ * split and baseline paths have no other). Errors: those of simulate_gemm_ar.
+ */
+nlohmann::json break_even_point(const hw::Hardware& hw, const GemmArConfig& fused, int64_t m);
+
+/**
  * Smallest M from which the fused path (fused-sdma on the given wire) beats the split path
  * (split-sdma) and the RCCL baseline, for the shape and wire of `fused`. The fused and split kernels
  * pad M to a multiple of ws*BLOCK_M and the baseline does not, so both ends of every padding step up

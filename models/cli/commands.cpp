@@ -179,19 +179,6 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
     curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
   };
   tidy();
-  // One point of the curve, evaluated as models::break_even does (split and RCCL on the bf16 SDMA wire).
-  auto eval = [&](int64_t m) {
-    models::GemmArConfig f = c, s = c, b = c;
-    f.mode = "fused-sdma";
-    f.m = s.m = b.m = m;
-    s.mode = "split-sdma";
-    b.mode = "rccl";
-    s.gather_dtype = b.gather_dtype = "bf16";
-    s.gather_transport = b.gather_transport = "sdma";
-    s.fuse_quantize = b.fuse_quantize = false;
-    return nlohmann::json{{"m", m}, {"fused_us", models::simulate_gemm_ar(hw, f).total_us},
-                          {"split_us", models::simulate_gemm_ar(hw, s).total_us}, {"rccl_us", models::simulate_gemm_ar(hw, b).total_us}};
-  };
   const bool has_band = hw.calibration() && hw.calibration()->residual_rms_pct > 0;
   const double band = has_band ? 1.96 * hw.calibration()->residual_rms_pct : 0.0;
   // Smallest M from which the fused path wins by more than the band at every larger M up to max_m
@@ -213,7 +200,7 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
     std::vector<nlohmann::json> added;
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
-      added.push_back(eval(mid));
+      added.push_back(models::break_even_point(hw, c, mid));
       if (wins(added.back())) hi = mid;
       else lo = mid;
     }

@@ -34,6 +34,18 @@ const hw::Hardware& h200() {
   static const hw::Hardware h = hw::Hardware::load(kRoot + "/hw/h200-4gpu-nvlink.yaml", reg());
   return h;
 }
+/// hw/FILE with the text `from` (which must occur) replaced by `to`, written to a temporary file and
+/// loaded; std::logic_error if `from` is not in the file.
+hw::Hardware edited_hw(const std::string& file, const std::string& from, const std::string& to) {
+  std::ifstream in(kRoot + "/hw/" + file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("test: '" + from + "' is not in hw/" + file);
+  text.replace(at, from.size(), to);
+  const std::string path = ::testing::TempDir() + "/edited-" + file;
+  std::ofstream(path) << text;
+  return hw::Hardware::load(path, reg());
+}
 AfdCase cross(int A, int T, int sms) {
   AfdCase c;
   c.attention_ranks = A;
@@ -166,16 +178,8 @@ TEST(AfdNicOps, DirectModeCountsEachDestinationsOwnTokens) {
 
 TEST(AfdModel, SharedNicsSlowTheCrossNodeExchange) {
   // gpus_per_node / nics_per_node = 4: the four Attention GPUs of a pod share one NIC.
-  const std::string path = ::testing::TempDir() + "/pods-2nic.yaml";
-  {
-    std::ifstream in(kRoot + "/hw/h100-ib-pods.yaml");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string from = "gpus_per_node: 8, nics_per_node: 8";
-    ASSERT_NE(text.find(from), std::string::npos);
-    text.replace(text.find(from), from.size(), "gpus_per_node: 8, nics_per_node: 2");
-    std::ofstream(path) << text;
-  }
-  const hw::Hardware shared = hw::Hardware::load(path, reg());
+  const hw::Hardware shared =
+      edited_hw("h100-ib-pods.yaml", "gpus_per_node: 8, nics_per_node: 8", "gpus_per_node: 8, nics_per_node: 2");
   const AfdCase c = cross(4, 1024, 24);
   EXPECT_GT(simulate_afd(shared, c, nullptr).exchange_us, 1.5 * simulate_afd(h100(), c, nullptr).exchange_us);
 }
@@ -195,16 +199,8 @@ TEST(AfdModel, HybridNeedsOneFfnGpuPerRail) {
 }
 
 TEST(AfdModel, NvlinkPerDirectionCapsTheDomain) {
-  const std::string path = ::testing::TempDir() + "/nvl-slow.yaml";
-  {
-    std::ifstream in(kRoot + "/hw/h200-4gpu-nvlink.yaml");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string from = "per_direction: {value: \"450GBps\"";
-    ASSERT_NE(text.find(from), std::string::npos);
-    text.replace(text.find(from), from.size(), "per_direction: {value: \"45GBps\"");
-    std::ofstream(path) << text;
-  }
-  const hw::Hardware slow = hw::Hardware::load(path, reg());
+  const hw::Hardware slow =
+      edited_hw("h200-4gpu-nvlink.yaml", "per_direction: {value: \"450GBps\"", "per_direction: {value: \"45GBps\"");
   AfdCase c;
   c.attention_ranks = 2;
   c.ffn_ranks = 2;
