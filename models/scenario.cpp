@@ -160,6 +160,85 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 }
 }  // namespace
 
+// `layer_fits:` of a ttft scenario, checked against its cases (loaded first): each fit's rows exist,
+// have a measured value and take that fit's layers; every `layers: {fit: NAME}` names a fit.
+static void check_layer_fits(Scenario& sc, const YAML::Node& lf) {
+  const std::string& path = sc.path;
+  if (sc.model != "ttft")
+    throw FileError(path, line_of(lf), "layer_fits", fmt::format("only the ttft model fits a layer count (this scenario's model is '{}')", sc.model));
+  if (!lf.IsSequence() || lf.size() == 0)
+    throw FileError(path, line_of(lf), "layer_fits", "expected a non-empty list of {name, cases: [ID, ...], source}");
+  // The fit a case's `layers` asks for ("" when it states a number).
+  // Where a case's `layers` is written: (line, key).
+  auto layers_at = [&](const Case& c) -> std::pair<int, std::string> {
+    const auto pl = c.param_lines.find("layers");
+    if (pl == c.param_lines.end()) return {c.line, "cases[" + c.id + "].params.layers"};
+    const auto& [line, where] = pl->second;
+    return {line, where == "defaults" ? "defaults.layers" : "cases[" + c.id + "]." + where + ".layers"};
+  };
+  auto fit_of = [&](const Case& c) -> std::string {
+    const YAML::Node l = c.params["layers"];
+    if (!l || !l.IsMap()) return "";
+    if (l.size() != 1 || !l["fit"] || !l["fit"].IsScalar()) {
+      const auto [line, key] = layers_at(c);
+      throw FileError(path, line, key, "expected a number or {fit: NAME} (a name of layer_fits)");
+    }
+    return l["fit"].Scalar();
+  };
+  std::map<std::string, const Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  // First the fits' names, so a case naming no fit is reported as such before any fit's rows are read.
+  for (size_t i = 0; i < lf.size(); ++i) {
+    const YAML::Node e = lf[i];
+    const std::string key = fmt::format("layer_fits[{}]", i);
+    if (!e.IsMap()) throw FileError(path, line_of(e), key, "expected {name, cases: [ID, ...], source}");
+    check_keys(e, {"name", "cases", "source"}, path, key);
+    for (const char* k : {"name", "cases", "source"})
+      if (!e[k]) throw FileError(path, line_of(e), key + "." + k, "missing");
+    Scenario::LayerFit f;
+    f.name = text(e["name"], path, key + ".name", "a name");
+    f.source = text(e["source"], path, key + ".source", "why the count is fitted (text)");
+    f.line = line_of(e);
+    for (const auto& g : sc.layer_fits)
+      if (g.name == f.name) throw FileError(path, f.line, key + ".name", fmt::format("fit '{}' is named twice (also on line {})", f.name, g.line));
+    sc.layer_fits.push_back(f);
+  }
+  std::set<std::string> used;
+  for (const auto& c : sc.cases) {
+    const std::string name = fit_of(c);
+    if (name.empty()) continue;
+    if (std::none_of(sc.layer_fits.begin(), sc.layer_fits.end(), [&](const auto& f) { return f.name == name; })) {
+      std::vector<std::string> names;
+      for (const auto& f : sc.layer_fits) names.push_back(f.name);
+      const auto [line, key] = layers_at(c);
+      throw FileError(path, line, key, fmt::format("no layer fit named '{}' (layer_fits names: {})", name, fmt::join(names, ", ")));
+    }
+    used.insert(name);
+  }
+  for (size_t i = 0; i < lf.size(); ++i) {
+    const YAML::Node e = lf[i];
+    const std::string key = fmt::format("layer_fits[{}]", i);
+    Scenario::LayerFit& f = sc.layer_fits[i];
+    if (!used.count(f.name)) throw FileError(path, f.line, key, fmt::format("fit '{}' is used by no case", f.name));
+    if (!e["cases"].IsSequence() || e["cases"].size() == 0)
+      throw FileError(path, line_of(e["cases"]), key + ".cases", "expected a non-empty list of case ids");
+    for (size_t j = 0; j < e["cases"].size(); ++j) {
+      const std::string ckey = fmt::format("{}.cases[{}]", key, j);
+      const std::string id = text(e["cases"][j], path, ckey, "a case id");
+      const auto c = by_id.find(id);
+      if (c == by_id.end()) throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("no case '{}' in this scenario", id));
+      if (!c->second->measured || !c->second->measured->value_us)
+        throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("case '{}' has no measured value to fit on", id));
+      if (fit_of(*c->second) != f.name)
+        throw FileError(path, line_of(e["cases"][j]), ckey,
+                        fmt::format("case '{}' does not take this fit's count (its params need layers: {{fit: {}}})", id, f.name));
+      if (std::find(f.cases.begin(), f.cases.end(), id) != f.cases.end())
+        throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("case '{}' is listed twice", id));
+      f.cases.push_back(id);
+    }
+  }
+}
+
 // A function-try-block: a yaml-cpp conversion error this loader does not check for itself still names the file and line.
 Scenario Scenario::load(const std::string& path) try {
   Scenario sc;
@@ -167,7 +246,7 @@ Scenario Scenario::load(const std::string& path) try {
   const YAML::Node root = load_scenario_root(path);
   hw::reject_extra_documents(path, "scenario file");
   check_keys(root, {"scenario", "description", "hardware", "model", "tolerance_pct", "defaults", "cases", "notes",
-                    "kernel_durations"}, path, "");
+                    "kernel_durations", "layer_fits"}, path, "");
   for (const char* k : {"scenario", "hardware", "model", "cases"})
     if (!root[k]) throw FileError(path, 1, k, "missing");
   std::map<std::string, int> key_line;  // top-level key -> its line
@@ -323,6 +402,7 @@ Scenario Scenario::load(const std::string& path) try {
       sc.cases.push_back(Case{points[i].first, points[i].second, meas[i], ctol, line_of(cnode), plines});
     }
   }
+  if (const YAML::Node lf = root["layer_fits"]) check_layer_fits(sc, lf);
   return sc;
 } catch (const YAML::Exception& e) {
   throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");
@@ -431,15 +511,16 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       }
     }
   }
-  nlohmann::json cases = nlohmann::json::array();
-  std::vector<double> errs;
-  int outside = 0, known = 0, unexpected = 0;
-  for (const auto& c : sc.cases) {
-    if (!opt.only.empty() && c.id.find(opt.only) == std::string::npos) continue;
-    if (opt.trace) opt.trace->set_prefix(c.id + ":");
-    nlohmann::json res;
+  // Layer fits (ttft): each fit's rows run once with one layer, which gives the layer's change per
+  // forward; the count is the least-squares solution on the TTFT change (fraction of the base TTFT).
+  struct FitResult {
+    double layers = 0, rms_points = 0;
+    const Scenario::LayerFit* fit = nullptr;
+  };
+  std::map<std::string, FitResult> fits;
+  auto run_case = [&](const Case& c, const YAML::Node& params, sim::TraceSink* trace) {
     try {
-      res = it->second(hw, c.params, opt.trace);
+      return it->second(hw, params, trace);
     } catch (const std::invalid_argument& e) {
       // Point at the parameter the message names (its first quoted or leading word that is a key).
       const std::string what = e.what();
@@ -461,8 +542,61 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       }
       throw FileError(sc.path, line, where, what);
     }
+  };
+  auto fit_name = [](const Case& c) -> std::string {
+    const YAML::Node l = c.params["layers"];
+    return l && l.IsMap() && l["fit"] ? l["fit"].Scalar() : "";
+  };
+  std::map<std::string, const Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  for (const auto& f : sc.layer_fits) {
+    double sum_ay = 0, sum_aa = 0;
+    std::vector<std::pair<double, double>> ay;
+    for (const auto& id : f.cases) {
+      const Case& c = *by_id.at(id);
+      YAML::Node one = YAML::Clone(c.params);
+      one["layers"] = 1;
+      const nlohmann::json r = run_case(c, one, nullptr);
+      const double base_us = r["params"]["ttft_base_ms"].get<double>() * 1e3;
+      const double a = -r["saving_per_layer_forward_us"].get<double>() / base_us;
+      const double y = (*c.measured->value_us - base_us) / base_us;
+      ay.push_back({a, y});
+      sum_ay += a * y;
+      sum_aa += a * a;
+    }
+    if (!(sum_aa > 0))
+      throw FileError(sc.path, f.line, "layer_fits", fmt::format("fit '{}': the model's layer changes nothing on its rows, so no "
+                                                                 "layer count can be fitted", f.name));
+    const double layers = sum_ay / sum_aa;
+    if (!(layers > 0))
+      throw FileError(sc.path, f.line, "layer_fits",
+                      fmt::format("fit '{}' gives {:.3g} layers: the measured rows move TTFT the other way from the model's "
+                                  "layer change", f.name, layers));
+    double ss = 0;
+    for (const auto& [a, y] : ay) ss += (layers * a - y) * (layers * a - y);
+    fits[f.name] = {layers, std::sqrt(ss / double(ay.size())) * 100, &f};
+  }
+  nlohmann::json cases = nlohmann::json::array();
+  std::vector<double> errs, held_errs;
+  int outside = 0, known = 0, unexpected = 0;
+  for (const auto& c : sc.cases) {
+    if (!opt.only.empty() && c.id.find(opt.only) == std::string::npos) continue;
+    if (opt.trace) opt.trace->set_prefix(c.id + ":");
+    const std::string fname = fit_name(c);
+    const FitResult* fit = fname.empty() ? nullptr : &fits.at(fname);
+    YAML::Node params = c.params;
+    if (fit) {
+      params = YAML::Clone(c.params);
+      params["layers"] = fit->layers;
+    }
+    nlohmann::json res = run_case(c, params, opt.trace);
     nlohmann::json out{{"id", c.id}};
     for (auto& [k, v] : res.items()) out[k] = v;
+    const bool fitted_row = fit && std::find(fit->fit->cases.begin(), fit->fit->cases.end(), c.id) != fit->fit->cases.end();
+    if (fit)
+      out["layers_fit"] = {{"name", fname}, {"layers", fit->layers}, {"fitted_on", fit->fit->cases},
+                           {"rms_points", fit->rms_points}, {"source", fit->fit->source},
+                           {"row", fitted_row ? "fitted" : "held out"}};
     if (hw.calibration() && hw.calibration()->residual_rms_pct > 0) {
       // 95% interval from the calibration's residuals: +-1.96 x the RMS relative error of its fit.
       // A TTFT row predicts only the change of its layers (the base TTFT is measured): the band
@@ -507,6 +641,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
           unexpected += ok;
         }
         errs.push_back(std::fabs(err));
+        if (fit && !fitted_row) held_errs.push_back(std::fabs(err));
         // Serving rows: how many layers (fused calls per chunk) the measured change would take at the
         // model's per-layer saving -- a diagnostic next to the scenario's stated layer count, not a fit.
         if (res.contains("saving_per_layer_forward_us") && res["saving_per_layer_forward_us"].get<double>() > 0 &&
@@ -546,6 +681,16 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     const size_t n = errs.size();
     summary["median_abs_error_pct"] = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
     summary["max_abs_error_pct"] = errs.back();
+  }
+  if (!sc.layer_fits.empty()) {
+    std::sort(held_errs.begin(), held_errs.end());
+    const size_t n = held_errs.size();
+    nlohmann::json h{{"compared", n}, {"median_abs_error_pct", nullptr}, {"max_abs_error_pct", nullptr}};
+    if (n) {
+      h["median_abs_error_pct"] = n % 2 ? held_errs[n / 2] : 0.5 * (held_errs[n / 2 - 1] + held_errs[n / 2]);
+      h["max_abs_error_pct"] = held_errs.back();
+    }
+    summary["held_out"] = h;
   }
   summary["runtime_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return {{"scenario", sc.name}, {"hardware", hw.name()}, {"hardware_file", sc.hardware_path}, {"model", sc.model},
@@ -647,10 +792,16 @@ std::string format_table(const nlohmann::json& r) {
     }
     if (c.contains("saving_per_layer_forward_us")) {
       const double saving = c["saving_per_layer_forward_us"].get<double>();
-      std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {:.0f} layers; the base layer is "
+      std::string layers = fmt::format("{:.0f} layers", cp["layers"].get<double>());
+      if (c.contains("layers_fit")) {
+        const auto& f = c["layers_fit"];
+        layers = fmt::format("{:.1f} layers (fit '{}' on {} rows, rms {:.2f} points; this row {})", f["layers"].get<double>(),
+                             f["name"].get<std::string>(), f["fitted_on"].size(), f["rms_points"].get<double>(),
+                             f["row"] == "fitted" ? "is fitted on" : "is held out");
+      }
+      std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {}; the base layer is "
                                   "{:.1f}% of the base TTFT", saving < 0 ? "costs" : "saves", std::fabs(saving) < 0.05 ? 0.0 : std::fabs(saving),
-                                  c["chunks"].size(),
-                                  cp["layers"].get<double>(), c["layer_share_of_ttft_pct"].get<double>());
+                                  c["chunks"].size(), layers, c["layer_share_of_ttft_pct"].get<double>());
       if (c.contains("measured_implies_layers"))
         s += fmt::format("; the measured change would take {:.1f} layers", c["measured_implies_layers"].get<double>());
       o << fmt::format("{:<{}}    serving: {}\n", "", w, s);
@@ -661,6 +812,12 @@ std::string format_table(const nlohmann::json& r) {
                    s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
                    s["outside_tolerance"].get<int>(), s["known_misses"].get<int>(), s["runtime_ms"].get<double>());
+  if (s.contains("held_out")) {
+    const auto& h = s["held_out"];
+    o << fmt::format("held out (rows not used by a layer fit): compared {}  median |error| {}  max |error| {}\n", h["compared"].get<int>(),
+                     h["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", h["median_abs_error_pct"].get<double>()),
+                     h["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", h["max_abs_error_pct"].get<double>()));
+  }
   return o.str();
 }
 

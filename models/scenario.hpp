@@ -67,11 +67,15 @@ struct Case {
  *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
  *       tolerance_pct: 5
  *   kernel_durations: {tolerance_pct: 15, known_misses: [{case, kernel, reason}]}  # timelines (AFD)
+ *   layer_fits: [{name, cases: [ID, ...], source}]   # ttft only: a fused-layer count fitted on the listed
+ *                                                     # rows; a case takes it with `layers: {fit: NAME}`
  * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, a second YAML
  * document (`---`), unknown keys (also inside measured values), a field of the wrong type, missing
  * `scenario`/`hardware`/`model`/`cases`, a measured value without source, a known_miss that is not a
  * reason (text), a sweep that is not a list, a measured `at:` naming a parameter that is not swept,
- * matching no sweep point or several, or a point given twice, duplicate case ids. Keys are written
+ * matching no sweep point or several, or a point given twice, duplicate case ids; `layer_fits` outside
+ * the ttft model, a fit named twice, a fit row that is not a case, has no measured value or does not
+ * take that fit's layers, a case whose `layers: {fit: NAME}` names no fit, a fit no case uses. Keys are written
  * cases[ID].field (cases[INDEX].field, from 0, for a case without a usable id).
  */
 struct Scenario {
@@ -82,6 +86,16 @@ struct Scenario {
   /// [{case, kernel: devN/NAME, reason}]}` (tolerance 15% when not given).
   double kernel_tolerance_pct = 15.0;
   std::map<std::string, std::string> kernel_known_misses;  ///< "case devN/kernel" -> reason
+  /// ttft scenarios: a count of fused layers (wo_b calls per chunk) that no seed states, fitted by
+  /// run_scenario on the measured rows listed (least squares on the TTFT change in points); every case
+  /// with `layers: {fit: NAME}` uses it, and the rows not listed are held out (predictions).
+  struct LayerFit {
+    std::string name;
+    std::vector<std::string> cases;  ///< ids of the rows it is fitted on
+    std::string source;              ///< why the count is fitted and not stated
+    int line = 0;
+  };
+  std::vector<LayerFit> layer_fits;
   static Scenario load(const std::string& path);
 };
 
@@ -105,8 +119,13 @@ std::map<std::string, CaseRunner>& case_runners();
  *  the hardware file's calibration residuals), "phases":[{"name","start_us","end_us",
  *  "measured_us"?, "error_pct"?}], "source"?, ...model extras}],
  *  "summary":{"compared","median_abs_error_pct","max_abs_error_pct","outside_tolerance","known_misses",
- *  "unexpected_passes","runtime_ms"}}. Known misses count in the error statistics but not in
- *  outside_tolerance; a known miss within tolerance counts in unexpected_passes.
+ *  "unexpected_passes","runtime_ms", "held_out"?}}. Known misses count in the error statistics but not in
+ *  outside_tolerance; a known miss within tolerance counts in unexpected_passes. With `layer_fits`
+ *  (ttft) each fit's count is solved first, over its rows with layers = 1: L = sum(a*y) / sum(a*a),
+ *  a = the layer's change per forward / base TTFT, y = the measured change / base TTFT; a case using
+ *  it carries "layers_fit": {name, layers, fitted_on, rms_points, row: "fitted" | "held out"}, and the
+ *  summary's "held_out" gives {compared, median_abs_error_pct, max_abs_error_pct} over the held-out
+ *  rows. A fit whose rows give no layer dependence or a count <= 0 is a hw::FileError at its line.
  * Errors: hw::FileError for a bad case (file, line, key) and for hardware that lacks a parameter the
  * model's declarations mark required (naming the scenario's `hardware:` line, the hardware file and
  * the missing keys), std::runtime_error for an unknown model.

@@ -48,7 +48,12 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
     return v;
   };
   const double tokens = whole("prompt_tokens") * whole("batch"), chunk = whole("chunk_tokens");
-  const double layers = whole("layers"), base_ms = need(p, "ttft_base_ms");
+  // A count given by hand is whole; a fitted one (layer_fits) is an average over the prompt's calls.
+  if (p["layers"] && p["layers"].IsMap())
+    throw std::invalid_argument("ttft parameter 'layers' {fit: NAME} is resolved by the scenario's layer_fits; run the case "
+                                "through its scenario or give a number");
+  const double layers = need(p, "layers"), base_ms = need(p, "ttft_base_ms");
+  if (!(layers > 0)) throw std::invalid_argument(fmt::format("ttft parameter 'layers' must be > 0 (got {})", layers));
   if (base_ms <= 0) throw std::invalid_argument(fmt::format("ttft parameter 'ttft_base_ms' must be > 0 (got {})", base_ms));
   constexpr double kMaxChunks = 4096;  // 67M tokens at 16384 per chunk: far beyond any prefill, and ~10 s to simulate
   if (std::ceil(tokens / chunk) > kMaxChunks)
@@ -94,7 +99,7 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
   // The effective parameters: counts as integers, and each arm's effective layer parameters (M is
   // each chunk's, listed under "chunks").
   return {{"params", {{"prompt_tokens", int64_t(need(p, "prompt_tokens"))}, {"batch", int64_t(need(p, "batch"))},
-                      {"chunk_tokens", int64_t(chunk)}, {"layers", int64_t(layers)}, {"ttft_base_ms", base_ms},
+                      {"chunk_tokens", int64_t(chunk)}, {"layers", layers}, {"ttft_base_ms", base_ms},
                       {"base", base_params}, {"fused", fused_params}}},
           {"predicted_us", pred_us},
           {"ttft_change_pct", (pred_us - base_ms * 1e3) / (base_ms * 1e3) * 100},

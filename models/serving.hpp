@@ -19,7 +19,8 @@ namespace fusesim::models {
  *   fused: {gemm_ar params of the fused layer}
  *   prompt_tokens, batch        tokens per request and requests in the batch
  *   chunk_tokens                chunked-prefill size (each chunk is one call with M = its tokens)
- *   layers                      layers that run the fused op per chunk
+ *   layers                      layers that run the fused op per chunk (> 0; a count fitted by a
+ *                               scenario's layer_fits may be fractional: an average over calls)
  *   ttft_base_ms                the measured baseline TTFT (a stated input, not predicted)
  * The prefill runs ceil(batch * prompt_tokens / chunk_tokens) chunks; per chunk and layer the call
  * changes by fused(M) - base(M) (both predicted by the gemm_ar model on the scenario's hardware).
@@ -27,7 +28,7 @@ namespace fusesim::models {
  * "ttft_change_pct", the layer's share of the baseline TTFT and "saving_per_layer_forward_us" (the
  * layer's saving summed over the prompt's chunks).
  * Errors: std::invalid_argument naming a missing or bad parameter: counts that are not whole numbers
- * >= 1, 'base' and 'fused' that are not the same layer (n, k, world_size, quant) or that set 'm', a
+ * >= 1 (layers: not > 0, or still {fit: NAME}, which only run_scenario resolves), 'base' and 'fused' that are not the same layer (n, k, world_size, quant) or that set 'm', a
  * ttft_base_ms shorter than the base arm's layers alone, or a trace sink (this model has no timeline).
  */
 nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
