@@ -823,7 +823,7 @@ std::string format_table(const nlohmann::json& r) {
 
 std::string format_csv(const nlohmann::json& r) {
   std::ostringstream o;
-  o << "id,predicted_us,measured_us,error_pct,params,phases,window_MiB,wire_rel_l2\n";
+  o << "id,predicted_us,measured_us,error_pct,params,phases,window_MiB,wire_rel_l2,nic_ops,whatif_without_us,layers,layers_row\n";
   for (const auto& c : r["cases"]) {
     std::string ph;
     for (const auto& p : c["phases"])
@@ -833,12 +833,24 @@ std::string format_csv(const nlohmann::json& r) {
       for (size_t pos = 0; (pos = t.find('"', pos)) != std::string::npos; pos += 2) t.insert(pos, 1, '"');
       return "\"" + t + "\"";
     };
-    o << fmt::format("{},{:.3f},{},{},{},{},{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
+    // AFD on pods: NIC operations per round trip, per device (atomics in/out, inline writes, payload writes, polls).
+    std::string nic;
+    if (c.contains("extra") && c["extra"].contains("nic_ops_per_round_trip"))
+      for (const auto& d : c["extra"]["nic_ops_per_round_trip"])
+        nic += fmt::format("{}dev{}={}/{}/{}/{}/{}", nic.empty() ? "" : ";", d["device"].get<int>(), d["atomics_in"].get<int64_t>(),
+                           d["atomics_out"].get<int64_t>(), d["inline_writes_out"].get<int64_t>(),
+                           d["payload_writes"].get<int64_t>(), d["polls"].get<int64_t>());
+    const bool ttft = c.contains("saving_per_layer_forward_us") && c.contains("params") && c["params"].contains("layers");
+    o << fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
                      c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()),
                      quoted(c.contains("params") ? c["params"].dump() : "{}"), quoted(ph),
                      c.contains("window_MiB") ? fmt::format("{:.3f}", c["window_MiB"].get<double>()) : "",
-                     c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : "");
+                     c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : "",
+                     nic.empty() ? "" : quoted(nic),
+                     c.contains("whatif") ? fmt::format("{:.3f}", c["whatif"]["without_us"].get<double>()) : "",
+                     ttft ? fmt::format("{:.3f}", c["params"]["layers"].get<double>()) : "",
+                     c.contains("layers_fit") ? quoted(c["layers_fit"]["row"].get<std::string>()) : "");
   }
   return o.str();
 }

@@ -168,7 +168,10 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
  */
 nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res);
 
-/// Render the result as an aligned text table, or CSV (one row per case).
+/// Render the result as an aligned text table, or CSV (one row per case; columns id, predicted_us,
+/// measured_us, error_pct, params (JSON), phases (name=duration_us;...), window_MiB, wire_rel_l2,
+/// nic_ops (AFD on pods: devN=atomics_in/atomics_out/inline_writes_out/payload_writes/polls;...),
+/// whatif_without_us, layers and layers_row (ttft: "fitted" or "held out"); empty where not reported).
 std::string format_table(const nlohmann::json& result);
 std::string format_csv(const nlohmann::json& result);
 

@@ -273,8 +273,9 @@ void register_all(CLI::App& app) {
   check->add_option("--plot", *check_plot,
                     "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR (an existing "
                     "directory, or a new one whose parent folder exists)");
-  check->callback([check_args, check_plot] {
-    if (!check_plot->empty()) check_plot_dir(*check_plot);  // before any scenario runs
+  check->callback([check, check_args, check_plot] {
+    // An empty --plot is a mistake (e.g. an unset shell variable), not "no plots": refused, not ignored.
+    if (check->count("--plot") > 0) check_plot_dir(*check_plot);  // before any scenario runs
     int bad = 0, compared = 0, unreadable = 0;
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.

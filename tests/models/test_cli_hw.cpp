@@ -136,6 +136,15 @@ TEST(CliCheck, PlotThatIsAFileIsRefusedBeforeAnyCheck) {
   EXPECT_EQ(read_file(file), "mine\n");
 }
 
+TEST(CliCheck, EmptyPlotIsRefusedNotIgnored) {
+  const std::string dir = fresh_dir("plot_empty");
+  const std::string sc = write_scenario(dir);
+  const auto r = run_cli({"check", sc, "--plot", ""});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "--plot: expected a directory, got an empty name")) << r.error;
+  EXPECT_FALSE(has(r.out, "compared")) << r.out;
+}
+
 TEST(CliCheck, PlotRefusesAMissingParentFolderAndCreatesNothing) {
   const std::string dir = fresh_dir("plot_parent");
   const std::string sc = write_scenario(dir);

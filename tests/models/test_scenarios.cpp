@@ -440,5 +440,21 @@ TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
                                         {"error_pct", nullptr}, {"params", {{"mode", "gemm-only"}}},
                                         {"phases", nlohmann::json::array()}}}}};
   const std::string csv = models::format_csv(r);
-  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,\n"), std::string::npos) << csv;
+}
+
+TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
+  const nlohmann::json nic = nlohmann::json::array(
+      {{{"device", 0}, {"atomics_in", 2}, {"atomics_out", 3}, {"inline_writes_out", 4}, {"payload_writes", 5}, {"polls", 6}},
+       {{"device", 4}, {"atomics_in", 8}, {"atomics_out", 8}, {"inline_writes_out", 0}, {"payload_writes", 4}, {"polls", 0}}});
+  const nlohmann::json r = {{"cases",
+                             {{{"id", "afd"}, {"predicted_us", 63.0}, {"measured_us", nullptr}, {"error_pct", nullptr},
+                               {"params", {{"path", "afd"}}}, {"phases", nlohmann::json::array()},
+                               {"extra", {{"nic_ops_per_round_trip", nic}}}, {"whatif", {{"without_us", 82.25}}}},
+                              {{"id", "ttft"}, {"predicted_us", 1.0}, {"measured_us", 2.0}, {"error_pct", -50.0},
+                               {"params", {{"layers", 21.5}}}, {"phases", nlohmann::json::array()},
+                               {"saving_per_layer_forward_us", 3.0}, {"layers_fit", {{"row", "held out"}}}}}}};
+  const std::string csv = models::format_csv(r);
+  EXPECT_NE(csv.find(",\"dev0=2/3/4/5/6;dev4=8/8/0/4/0\",82.250,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",,,21.500,\"held out\"\n"), std::string::npos) << csv;
 }
