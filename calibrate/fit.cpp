@@ -12,6 +12,7 @@
 #include <unsupported/Eigen/NonLinearOptimization>
 #include <fmt/format.h>
 
+#include "calibrate/measurements.hpp"
 #include "models/scenario.hpp"
 
 namespace fusesim::calibrate {
@@ -99,6 +100,7 @@ std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& path
   std::vector<FitPoint> out;
   for (const auto& path : paths) {
     const auto sc = models::Scenario::load(path);
+    refuse_layer_fits(sc);
     for (const auto& c : sc.cases) {
       if (!c.measured) continue;
       if (c.measured->value_us)

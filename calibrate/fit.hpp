@@ -31,7 +31,8 @@ struct FitPoint {
 };
 
 /// Collect every measured total (weight 1) and phase (weight phase_weight) of the scenario files.
-/// Errors: hw::FileError from the scenario loader.
+/// Errors: hw::FileError from the scenario loader, and for a scenario with layer_fits (its TTFT rows
+/// fit their own layer counts, which would absorb any hardware value).
 std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& scenario_paths, double phase_weight = 0.5);
 
 /// Predict every point with a hardware description (us). Errors: whatever the case runner raises.

@@ -597,9 +597,19 @@ ParseResult parse_afd_document(const std::string& text, const std::string& file,
 // ---------------------------------------------------------------------------------------------
 // Scenario files and dispatch
 
+void refuse_layer_fits(const models::Scenario& sc) {
+  // The count would absorb any change of the per-layer prediction.
+  if (!sc.layer_fits.empty())
+    throw hw::FileError(sc.path, sc.layer_fits.front().line, "layer_fits",
+                        "this scenario fits its own layer counts on its measured rows, so its rows cannot fit hardware "
+                        "values (the count would absorb them); fit on the layer scenarios (e.g. "
+                        "scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml) instead");
+}
+
 ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
   ParseResult out;
   const auto sc = models::Scenario::load(path);
+  refuse_layer_fits(sc);
   for (const auto& c : sc.cases) {
     if (!c.measured) continue;
     Record base;

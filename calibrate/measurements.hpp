@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "calibrate/fit.hpp"
+#include "models/scenario.hpp"
 
 namespace fusesim::calibrate {
 
@@ -135,6 +136,10 @@ Record record_from_probe(const nlohmann::json& obj, const std::string& file, int
 /// Scenario files' measured values (totals and phases) as records (kind "scenario"), in file
 /// order; phase records get weight `phase_weight`. Errors: hw::FileError from the scenario loader.
 ParseResult parse_scenario_file(const std::string& path, double phase_weight);
+
+/// Refuse a scenario with layer_fits (TTFT rows whose layer counts are fitted on their own measured
+/// values) as hardware-fit input. Errors: hw::FileError naming the file and the first fit's line.
+void refuse_layer_fits(const models::Scenario& sc);
 
 /**
  * Parse any measurement file, dispatching on extension and content: .yaml/.yml -> scenario;

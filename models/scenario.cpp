@@ -160,15 +160,11 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 }
 }  // namespace
 
-// `layer_fits:` of a ttft scenario, checked against its cases (loaded first): each fit's rows exist,
-// have a measured value and take that fit's layers; every `layers: {fit: NAME}` names a fit.
-static void check_layer_fits(Scenario& sc, const YAML::Node& lf) {
+// `layer_fits:` of a ttft scenario (lf: the node, undefined when the file has none; key_line: the line
+// of its key), checked against the cases (loaded first): each fit's rows exist, have a measured value
+// that is not a known miss and take that fit's count; every `layers: {fit: NAME}` names a fit.
+static void check_layer_fits(Scenario& sc, const YAML::Node& lf, int key_line) {
   const std::string& path = sc.path;
-  if (sc.model != "ttft")
-    throw FileError(path, line_of(lf), "layer_fits", fmt::format("only the ttft model fits a layer count (this scenario's model is '{}')", sc.model));
-  if (!lf.IsSequence() || lf.size() == 0)
-    throw FileError(path, line_of(lf), "layer_fits", "expected a non-empty list of {name, cases: [ID, ...], source}");
-  // The fit a case's `layers` asks for ("" when it states a number).
   // Where a case's `layers` is written: (line, key).
   auto layers_at = [&](const Case& c) -> std::pair<int, std::string> {
     const auto pl = c.param_lines.find("layers");
@@ -185,20 +181,39 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf) {
     }
     return l["fit"].Scalar();
   };
+  if (lf) {
+    if (sc.model != "ttft")
+      throw FileError(path, key_line, "layer_fits", fmt::format("only the ttft model fits a layer count (this scenario's model is '{}')", sc.model));
+    if (!lf.IsSequence() || lf.size() == 0)
+      throw FileError(path, key_line, "layer_fits", "expected a non-empty list of {name, cases: [ID, ...], source}");
+  }
   std::map<std::string, const Case*> by_id;
   for (const auto& c : sc.cases) by_id[c.id] = &c;
   // First the fits' names, so a case naming no fit is reported as such before any fit's rows are read.
-  for (size_t i = 0; i < lf.size(); ++i) {
+  for (size_t i = 0; lf && i < lf.size(); ++i) {
     const YAML::Node e = lf[i];
     const std::string key = fmt::format("layer_fits[{}]", i);
     if (!e.IsMap()) throw FileError(path, line_of(e), key, "expected {name, cases: [ID, ...], source}");
-    check_keys(e, {"name", "cases", "source"}, path, key);
+    check_keys(e, {"name", "cases", "source", "nominal", "nominal_source", "max_layers"}, path, key);
     for (const char* k : {"name", "cases", "source"})
       if (!e[k]) throw FileError(path, line_of(e), key + "." + k, "missing");
     Scenario::LayerFit f;
     f.name = text(e["name"], path, key + ".name", "a name");
     f.source = text(e["source"], path, key + ".source", "why the count is fitted (text)");
     f.line = line_of(e);
+    if (e["nominal"]) {
+      f.nominal = number(e["nominal"], path, key + ".nominal");
+      if (!(f.nominal > 0)) throw FileError(path, line_of(e["nominal"]), key + ".nominal", "must be > 0 (the count one would assume)");
+      if (!e["nominal_source"])
+        throw FileError(path, line_of(e["nominal"]), key + ".nominal_source", "missing (where the nominal count comes from)");
+      f.nominal_source = text(e["nominal_source"], path, key + ".nominal_source", "a source (text)");
+    } else if (e["nominal_source"]) {
+      throw FileError(path, line_of(e["nominal_source"]), key + ".nominal", "missing (nominal_source without a nominal count)");
+    }
+    if (e["max_layers"]) {
+      f.max_layers = number(e["max_layers"], path, key + ".max_layers");
+      if (!(f.max_layers > 0)) throw FileError(path, line_of(e["max_layers"]), key + ".max_layers", "must be > 0");
+    }
     for (const auto& g : sc.layer_fits)
       if (g.name == f.name) throw FileError(path, f.line, key + ".name", fmt::format("fit '{}' is named twice (also on line {})", f.name, g.line));
     sc.layer_fits.push_back(f);
@@ -211,11 +226,13 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf) {
       std::vector<std::string> names;
       for (const auto& f : sc.layer_fits) names.push_back(f.name);
       const auto [line, key] = layers_at(c);
-      throw FileError(path, line, key, fmt::format("no layer fit named '{}' (layer_fits names: {})", name, fmt::join(names, ", ")));
+      throw FileError(path, line, key,
+                      names.empty() ? fmt::format("no layer fit named '{}': this scenario has no layer_fits", name)
+                                    : fmt::format("no layer fit named '{}' (layer_fits names: {})", name, fmt::join(names, ", ")));
     }
     used.insert(name);
   }
-  for (size_t i = 0; i < lf.size(); ++i) {
+  for (size_t i = 0; lf && i < lf.size(); ++i) {
     const YAML::Node e = lf[i];
     const std::string key = fmt::format("layer_fits[{}]", i);
     Scenario::LayerFit& f = sc.layer_fits[i];
@@ -229,9 +246,16 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf) {
       if (c == by_id.end()) throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("no case '{}' in this scenario", id));
       if (!c->second->measured || !c->second->measured->value_us)
         throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("case '{}' has no measured value to fit on", id));
-      if (fit_of(*c->second) != f.name)
+      if (!c->second->measured->known_miss.empty())
         throw FileError(path, line_of(e["cases"][j]), ckey,
-                        fmt::format("case '{}' does not take this fit's count (its params need layers: {{fit: {}}})", id, f.name));
+                        fmt::format("case '{}' is a known miss: a point the model is known not to reach cannot be fitted on", id));
+      if (fit_of(*c->second) != f.name) {
+        const auto [line, lkey] = layers_at(*c->second);
+        const YAML::Node l = c->second->params["layers"];
+        throw FileError(path, line, lkey,
+                        fmt::format("row '{}' is listed by {} (fit '{}'), so it must take that count: layers: {{fit: {}}} (it has {})", id,
+                                    ckey, f.name, f.name, l ? "'" + hw::yaml_text(l) + "'" : "none"));
+      }
       if (std::find(f.cases.begin(), f.cases.end(), id) != f.cases.end())
         throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("case '{}' is listed twice", id));
       f.cases.push_back(id);
@@ -402,7 +426,7 @@ Scenario Scenario::load(const std::string& path) try {
       sc.cases.push_back(Case{points[i].first, points[i].second, meas[i], ctol, line_of(cnode), plines});
     }
   }
-  if (const YAML::Node lf = root["layer_fits"]) check_layer_fits(sc, lf);
+  if (sc.model == "ttft" || root["layer_fits"]) check_layer_fits(sc, root["layer_fits"], key_line["layer_fits"]);
   return sc;
 } catch (const YAML::Exception& e) {
   throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");
@@ -511,13 +535,15 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       }
     }
   }
-  // Layer fits (ttft): each fit's rows run once with one layer, which gives the layer's change per
-  // forward; the count is the least-squares solution on the TTFT change (fraction of the base TTFT).
+  // Layer fits (ttft): every case that takes a fitted count runs once with one layer (ttft_at_layers
+  // recomposes it at the fitted count); each count is the least-squares solution on the TTFT change
+  // (as a fraction of the base TTFT) of its listed rows.
   struct FitResult {
     double layers = 0, rms_points = 0;
     const Scenario::LayerFit* fit = nullptr;
   };
   std::map<std::string, FitResult> fits;
+  std::vector<std::string> warnings;
   auto run_case = [&](const Case& c, const YAML::Node& params, sim::TraceSink* trace) {
     try {
       return it->second(hw, params, trace);
@@ -547,56 +573,86 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     const YAML::Node l = c.params["layers"];
     return l && l.IsMap() && l["fit"] ? l["fit"].Scalar() : "";
   };
-  std::map<std::string, const Case*> by_id;
-  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  auto selected = [&](const Case& c) { return opt.only.empty() || c.id.find(opt.only) != std::string::npos; };
+  std::map<std::string, nlohmann::json> one_layer;  // case id -> its result at one layer
+  for (const auto& c : sc.cases) {
+    const std::string fname = fit_name(c);
+    const bool listed = !fname.empty() && std::any_of(sc.layer_fits.begin(), sc.layer_fits.end(), [&](const auto& f) {
+      return std::find(f.cases.begin(), f.cases.end(), c.id) != f.cases.end();
+    });
+    if (fname.empty() || (!listed && !selected(c))) continue;
+    YAML::Node one = YAML::Clone(c.params);
+    one["layers"] = 1;
+    one_layer[c.id] = run_case(c, one, nullptr);
+  }
   for (const auto& f : sc.layer_fits) {
-    double sum_ay = 0, sum_aa = 0;
+    const std::string key = fmt::format("layer_fits[{}]", &f - sc.layer_fits.data());
+    double sum_ay = 0, sum_aa = 0, max_saving = 0;
     std::vector<std::pair<double, double>> ay;
     for (const auto& id : f.cases) {
-      const Case& c = *by_id.at(id);
-      YAML::Node one = YAML::Clone(c.params);
-      one["layers"] = 1;
-      const nlohmann::json r = run_case(c, one, nullptr);
+      const nlohmann::json& r = one_layer.at(id);
       const double base_us = r["params"]["ttft_base_ms"].get<double>() * 1e3;
-      const double a = -r["saving_per_layer_forward_us"].get<double>() / base_us;
-      const double y = (*c.measured->value_us - base_us) / base_us;
+      const double saving = r["saving_per_layer_forward_us"].get<double>();
+      const double a = -saving / base_us;
+      const double y = (*std::find_if(sc.cases.begin(), sc.cases.end(), [&](const Case& c) { return c.id == id; })->measured->value_us - base_us) / base_us;
       ay.push_back({a, y});
       sum_ay += a * y;
       sum_aa += a * a;
+      max_saving = std::max(max_saving, std::fabs(saving));
     }
-    if (!(sum_aa > 0))
-      throw FileError(sc.path, f.line, "layer_fits", fmt::format("fit '{}': the model's layer changes nothing on its rows, so no "
-                                                                 "layer count can be fitted", f.name));
+    // A layer whose two arms differ by less than a picosecond per forward changes nothing: the
+    // quotient would only scale floating-point noise.
+    if (max_saving < 1e-6)
+      throw FileError(sc.path, f.line, key, fmt::format("fit '{}': the model's layer changes nothing on its rows (base and fused arms "
+                                                        "predict the same time), so no layer count can be fitted", f.name));
     const double layers = sum_ay / sum_aa;
+    if (layers == 0)
+      throw FileError(sc.path, f.line, key, fmt::format("fit '{}': its measured rows show no TTFT change, so the fitted count is 0", f.name));
     if (!(layers > 0))
-      throw FileError(sc.path, f.line, "layer_fits",
+      throw FileError(sc.path, f.line, key,
                       fmt::format("fit '{}' gives {:.3g} layers: the measured rows move TTFT the other way from the model's "
                                   "layer change", f.name, layers));
     double ss = 0;
     for (const auto& [a, y] : ay) ss += (layers * a - y) * (layers * a - y);
     fits[f.name] = {layers, std::sqrt(ss / double(ay.size())) * 100, &f};
+    if (f.cases.size() < 2)
+      warnings.push_back(fmt::format("layer fit '{}' is fitted on 1 row: that row matches by construction", f.name));
+    const size_t users = size_t(std::count_if(sc.cases.begin(), sc.cases.end(), [&](const Case& c) { return fit_name(c) == f.name; }));
+    if (users == f.cases.size())
+      warnings.push_back(fmt::format("layer fit '{}' holds out no row: every row that uses it is fitted on", f.name));
+    if (f.max_layers > 0 && layers > f.max_layers)
+      warnings.push_back(fmt::format("layer fit '{}' gives {:.1f} layers, above its max_layers {:.4g}", f.name, layers, f.max_layers));
   }
   nlohmann::json cases = nlohmann::json::array();
-  std::vector<double> errs, held_errs;
+  std::vector<double> errs, held_errs, fitted_errs;
   int outside = 0, known = 0, unexpected = 0;
   for (const auto& c : sc.cases) {
-    if (!opt.only.empty() && c.id.find(opt.only) == std::string::npos) continue;
+    if (!selected(c)) continue;
     if (opt.trace) opt.trace->set_prefix(c.id + ":");
     const std::string fname = fit_name(c);
     const FitResult* fit = fname.empty() ? nullptr : &fits.at(fname);
-    YAML::Node params = c.params;
+    nlohmann::json res;
     if (fit) {
-      params = YAML::Clone(c.params);
-      params["layers"] = fit->layers;
+      try {
+        res = ttft_at_layers(one_layer.at(c.id), fit->layers);
+      } catch (const std::invalid_argument& e) {
+        throw FileError(sc.path, fit->fit->line, fmt::format("layer_fits[{}]", fit->fit - sc.layer_fits.data()),
+                        fmt::format("fit '{}' gives {:.1f} layers, too many for row '{}': {}", fname, fit->layers, c.id, e.what()));
+      }
+    } else {
+      res = run_case(c, c.params, opt.trace);
     }
-    nlohmann::json res = run_case(c, params, opt.trace);
     nlohmann::json out{{"id", c.id}};
     for (auto& [k, v] : res.items()) out[k] = v;
     const bool fitted_row = fit && std::find(fit->fit->cases.begin(), fit->fit->cases.end(), c.id) != fit->fit->cases.end();
-    if (fit)
+    if (fit) {
       out["layers_fit"] = {{"name", fname}, {"layers", fit->layers}, {"fitted_on", fit->fit->cases},
                            {"rms_points", fit->rms_points}, {"source", fit->fit->source},
                            {"row", fitted_row ? "fitted" : "held out"}};
+      if (fit->fit->nominal > 0)
+        out["layers_fit"]["nominal"] = {{"layers", fit->fit->nominal}, {"source", fit->fit->nominal_source},
+                                        {"scale", fit->layers / fit->fit->nominal}};
+    }
     if (hw.calibration() && hw.calibration()->residual_rms_pct > 0) {
       // 95% interval from the calibration's residuals: +-1.96 x the RMS relative error of its fit.
       // A TTFT row predicts only the change of its layers (the base TTFT is measured): the band
@@ -641,7 +697,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
           unexpected += ok;
         }
         errs.push_back(std::fabs(err));
-        if (fit && !fitted_row) held_errs.push_back(std::fabs(err));
+        if (fit) (fitted_row ? fitted_errs : held_errs).push_back(std::fabs(err));
         // Serving rows: how many layers (fused calls per chunk) the measured change would take at the
         // model's per-layer saving -- a diagnostic next to the scenario's stated layer count, not a fit.
         if (res.contains("saving_per_layer_forward_us") && res["saving_per_layer_forward_us"].get<double>() > 0 &&
@@ -683,18 +739,35 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     summary["max_abs_error_pct"] = errs.back();
   }
   if (!sc.layer_fits.empty()) {
-    std::sort(held_errs.begin(), held_errs.end());
-    const size_t n = held_errs.size();
-    nlohmann::json h{{"compared", n}, {"median_abs_error_pct", nullptr}, {"max_abs_error_pct", nullptr}};
-    if (n) {
-      h["median_abs_error_pct"] = n % 2 ? held_errs[n / 2] : 0.5 * (held_errs[n / 2 - 1] + held_errs[n / 2]);
-      h["max_abs_error_pct"] = held_errs.back();
-    }
-    summary["held_out"] = h;
+    auto stats = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      nlohmann::json h{{"compared", n}, {"median_abs_error_pct", nullptr}, {"max_abs_error_pct", nullptr}};
+      if (n) {
+        h["median_abs_error_pct"] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        h["max_abs_error_pct"] = v.back();
+      }
+      return h;
+    };
+    summary["held_out"] = stats(held_errs);
+    summary["fitted_on"] = stats(fitted_errs);
+    summary["layer_fits"] = sc.layer_fits.size();
   }
+  summary["warnings"] = warnings;
   summary["runtime_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return {{"scenario", sc.name}, {"hardware", hw.name()}, {"hardware_file", sc.hardware_path}, {"model", sc.model},
           {"cases", cases}, {"summary", summary}};
+}
+
+std::string layer_fit_summary(const nlohmann::json& s) {
+  auto part = [](const nlohmann::json& h) {
+    return h["compared"].get<int>() == 0 ? std::string("none compared")
+                                         : fmt::format("{} compared, median |error| {:.2f}%, max {:.2f}%", h["compared"].get<int>(),
+                                                       h["median_abs_error_pct"].get<double>(), h["max_abs_error_pct"].get<double>());
+  };
+  const int fits = s["layer_fits"].get<int>();
+  return fmt::format("held out by the {} layer fit{} (the test): {}; fitted on (match partly by construction): {}", fits,
+                     fits == 1 ? "" : "s", part(s["held_out"]), part(s["fitted_on"]));
 }
 
 std::string format_table(const nlohmann::json& r) {
@@ -731,6 +804,10 @@ std::string format_table(const nlohmann::json& r) {
     if (c.contains("compared_metric") && c.contains("exchange_us"))
       flag = fmt::format("  ({}; exchange time on the slowest Attention rank {:.1f} us)", c["compared_metric"].get<std::string>(),
                          c["exchange_us"].get<double>()) + flag;
+    // A row a layer count was fitted on matches partly by construction: said on the row itself.
+    if (c.contains("layers_fit"))
+      flag = (c["layers_fit"]["row"] == "fitted" ? fmt::format("  fitted on (layer fit '{}')", c["layers_fit"]["name"].get<std::string>())
+                                                 : std::string("  held out")) + flag;
     o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
     std::string ph;
     std::string device;  // AFD kernels ("devN/kernel" with a role): grouped per device, role named once
@@ -795,9 +872,12 @@ std::string format_table(const nlohmann::json& r) {
       std::string layers = fmt::format("{:.0f} layers", cp["layers"].get<double>());
       if (c.contains("layers_fit")) {
         const auto& f = c["layers_fit"];
-        layers = fmt::format("{:.1f} layers (fit '{}' on {} rows, rms {:.2f} points; this row {})", f["layers"].get<double>(),
-                             f["name"].get<std::string>(), f["fitted_on"].size(), f["rms_points"].get<double>(),
-                             f["row"] == "fitted" ? "is fitted on" : "is held out");
+        const size_t n = f["fitted_on"].size();
+        layers = fmt::format("{:.1f} layers fitted (fit '{}' on {} row{}, rms {:.2f} points{})", f["layers"].get<double>(),
+                             f["name"].get<std::string>(), n, n == 1 ? "" : "s", f["rms_points"].get<double>(),
+                             f.contains("nominal") ? fmt::format("; {:.2f} x the nominal {:.4g}", f["nominal"]["scale"].get<double>(),
+                                                                 f["nominal"]["layers"].get<double>())
+                                                   : "");
       }
       std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {}; the base layer is "
                                   "{:.1f}% of the base TTFT", saving < 0 ? "costs" : "saves", std::fabs(saving) < 0.05 ? 0.0 : std::fabs(saving),
@@ -812,12 +892,9 @@ std::string format_table(const nlohmann::json& r) {
                    s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
                    s["outside_tolerance"].get<int>(), s["known_misses"].get<int>(), s["runtime_ms"].get<double>());
-  if (s.contains("held_out")) {
-    const auto& h = s["held_out"];
-    o << fmt::format("held out (rows not used by a layer fit): compared {}  median |error| {}  max |error| {}\n", h["compared"].get<int>(),
-                     h["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", h["median_abs_error_pct"].get<double>()),
-                     h["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", h["max_abs_error_pct"].get<double>()));
-  }
+  if (s.contains("held_out")) o << layer_fit_summary(s) << "\n";
+  if (s.contains("warnings"))
+    for (const auto& w : s["warnings"]) o << "warning: " << w.get<std::string>() << "\n";
   return o.str();
 }
 

@@ -67,8 +67,8 @@ struct Case {
  *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
  *       tolerance_pct: 5
  *   kernel_durations: {tolerance_pct: 15, known_misses: [{case, kernel, reason}]}  # timelines (AFD)
- *   layer_fits: [{name, cases: [ID, ...], source}]   # ttft only: a fused-layer count fitted on the listed
- *                                                     # rows; a case takes it with `layers: {fit: NAME}`
+ *   layer_fits: [{name, cases: [ID, ...], source,     # ttft only: a fused-layer count fitted on the listed
+ *                 nominal?, nominal_source?, max_layers?}]  # rows; a case takes it with `layers: {fit: NAME}`
  * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, a second YAML
  * document (`---`), unknown keys (also inside measured values), a field of the wrong type, missing
  * `scenario`/`hardware`/`model`/`cases`, a measured value without source, a known_miss that is not a
@@ -93,6 +93,9 @@ struct Scenario {
     std::string name;
     std::vector<std::string> cases;  ///< ids of the rows it is fitted on
     std::string source;              ///< why the count is fitted and not stated
+    double nominal = 0;              ///< the count one would assume (0: none given), reported beside the fit
+    std::string nominal_source;      ///< where the nominal count comes from
+    double max_layers = 0;           ///< a fitted count above this is warned about (0: no bound)
     int line = 0;
   };
   std::vector<LayerFit> layer_fits;
@@ -119,13 +122,15 @@ std::map<std::string, CaseRunner>& case_runners();
  *  the hardware file's calibration residuals), "phases":[{"name","start_us","end_us",
  *  "measured_us"?, "error_pct"?}], "source"?, ...model extras}],
  *  "summary":{"compared","median_abs_error_pct","max_abs_error_pct","outside_tolerance","known_misses",
- *  "unexpected_passes","runtime_ms", "held_out"?}}. Known misses count in the error statistics but not in
+ *  "unexpected_passes","runtime_ms","warnings":[text], "held_out"?, "fitted_on"?, "layer_fits"?}}. Known misses count in the error statistics but not in
  *  outside_tolerance; a known miss within tolerance counts in unexpected_passes. With `layer_fits`
  *  (ttft) each fit's count is solved first, over its rows with layers = 1: L = sum(a*y) / sum(a*a),
  *  a = the layer's change per forward / base TTFT, y = the measured change / base TTFT; a case using
  *  it carries "layers_fit": {name, layers, fitted_on, rms_points, row: "fitted" | "held out"}, and the
- *  summary's "held_out" gives {compared, median_abs_error_pct, max_abs_error_pct} over the held-out
- *  rows. A fit whose rows give no layer dependence or a count <= 0 is a hw::FileError at its line.
+ *  summary's "held_out" and "fitted_on" give {compared, median_abs_error_pct, max_abs_error_pct} over
+ *  each kind of row. A fit whose rows give no layer dependence, a count <= 0, or a count whose base
+ *  layers exceed a row's base TTFT is a hw::FileError at its line; a fit on one row, one that holds
+ *  out no row, or one above its max_layers adds a warning.
  * Errors: hw::FileError for a bad case (file, line, key) and for hardware that lacks a parameter the
  * model's declarations mark required (naming the scenario's `hardware:` line, the hardware file and
  * the missing keys), std::runtime_error for an unknown model.
@@ -167,6 +172,10 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
  * error_pct}]}; null when no case has a timeline at T >= 128.
  */
 nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res);
+
+/// The summary line of a run with layer fits (ttft): the held-out rows' statistics first, then the
+/// fitted-on rows'. `summary` is run_scenario's "summary" (with "held_out", "fitted_on", "layer_fits").
+std::string layer_fit_summary(const nlohmann::json& summary);
 
 /// Render the result as an aligned text table, or CSV (one row per case; columns id, predicted_us,
 /// measured_us, error_pct, params (JSON), phases (name=duration_us;...), window_MiB, wire_rel_l2,

@@ -53,7 +53,7 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
     throw std::invalid_argument("ttft parameter 'layers' {fit: NAME} is resolved by the scenario's layer_fits; run the case "
                                 "through its scenario or give a number");
   const double layers = need(p, "layers"), base_ms = need(p, "ttft_base_ms");
-  if (!(layers > 0)) throw std::invalid_argument(fmt::format("ttft parameter 'layers' must be > 0 (got {})", layers));
+  if (!(layers > 0)) throw std::invalid_argument(fmt::format("ttft parameter 'layers' must be > 0 (got {})", layers));  // before any simulation
   if (base_ms <= 0) throw std::invalid_argument(fmt::format("ttft parameter 'ttft_base_ms' must be > 0 (got {})", base_ms));
   constexpr double kMaxChunks = 4096;  // 67M tokens at 16384 per chunk: far beyond any prefill, and ~10 s to simulate
   if (std::ceil(tokens / chunk) > kMaxChunks)
@@ -90,23 +90,33 @@ nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& p, sim::T
     base_layer_us += b;
     chunks.push_back({{"m", m}, {"base_us", b}, {"fused_us", f}});
   }
-  const double pred_us = base_ms * 1e3 + layers * delta_us;
+  nlohmann::json one{{"params", {{"prompt_tokens", int64_t(need(p, "prompt_tokens"))}, {"batch", int64_t(need(p, "batch"))},
+                                  {"chunk_tokens", int64_t(chunk)}, {"layers", 1.0}, {"ttft_base_ms", base_ms},
+                                  {"base", base_params}, {"fused", fused_params}}},
+                     {"saving_per_layer_forward_us", -delta_us},
+                     {"base_layer_forward_us", base_layer_us},
+                     {"chunks", chunks},
+                     {"phases", nlohmann::json::array()}};
+  return ttft_at_layers(one, layers);
+}
+
+nlohmann::json ttft_at_layers(const nlohmann::json& one_layer, double layers) {
+  nlohmann::json r = one_layer;
+  const double base_ms = r["params"]["ttft_base_ms"].get<double>();
+  const double delta_us = -r["saving_per_layer_forward_us"].get<double>();
+  const double base_layer_us = r["base_layer_forward_us"].get<double>();
+  if (!(layers > 0)) throw std::invalid_argument(fmt::format("ttft parameter 'layers' must be > 0 (got {})", layers));
   if (layers * base_layer_us >= base_ms * 1e3)
     throw std::invalid_argument(fmt::format(
-        "ttft parameter 'ttft_base_ms' ({} ms) is shorter than the base arm's {} layers alone ({:.1f} ms at the model's "
+        "ttft parameter 'ttft_base_ms' ({} ms) is shorter than the base arm's {:.4g} layers alone ({:.1f} ms at the model's "
         "{:.1f} us per layer over the prompt): the measured base TTFT, the layer count or the shape is wrong",
         base_ms, layers, layers * base_layer_us / 1e3, base_layer_us));
-  // The effective parameters: counts as integers, and each arm's effective layer parameters (M is
-  // each chunk's, listed under "chunks").
-  return {{"params", {{"prompt_tokens", int64_t(need(p, "prompt_tokens"))}, {"batch", int64_t(need(p, "batch"))},
-                      {"chunk_tokens", int64_t(chunk)}, {"layers", layers}, {"ttft_base_ms", base_ms},
-                      {"base", base_params}, {"fused", fused_params}}},
-          {"predicted_us", pred_us},
-          {"ttft_change_pct", (pred_us - base_ms * 1e3) / (base_ms * 1e3) * 100},
-          {"layer_share_of_ttft_pct", layers * base_layer_us / (base_ms * 1e3) * 100},
-          {"saving_per_layer_forward_us", -delta_us},
-          {"chunks", chunks},
-          {"phases", nlohmann::json::array()}};
+  const double pred_us = base_ms * 1e3 + layers * delta_us;
+  r["params"]["layers"] = layers;
+  r["predicted_us"] = pred_us;
+  r["ttft_change_pct"] = (pred_us - base_ms * 1e3) / (base_ms * 1e3) * 100;
+  r["layer_share_of_ttft_pct"] = layers * base_layer_us / (base_ms * 1e3) * 100;
+  return r;
 }
 
 nlohmann::json break_even_point(const hw::Hardware& hw, const GemmArConfig& fused, int64_t m) {

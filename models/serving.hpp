@@ -25,13 +25,22 @@ namespace fusesim::models {
  * The prefill runs ceil(batch * prompt_tokens / chunk_tokens) chunks; per chunk and layer the call
  * changes by fused(M) - base(M) (both predicted by the gemm_ar model on the scenario's hardware).
  * predicted TTFT = ttft_base + layers * sum over chunks of the change. Reported in us, with
- * "ttft_change_pct", the layer's share of the baseline TTFT and "saving_per_layer_forward_us" (the
- * layer's saving summed over the prompt's chunks).
+ * "ttft_change_pct", the layer's share of the baseline TTFT, "saving_per_layer_forward_us" (the
+ * layer's saving summed over the prompt's chunks) and "base_layer_forward_us" (the base arm's layer
+ * summed over them).
  * Errors: std::invalid_argument naming a missing or bad parameter: counts that are not whole numbers
  * >= 1 (layers: not > 0, or still {fit: NAME}, which only run_scenario resolves), 'base' and 'fused' that are not the same layer (n, k, world_size, quant) or that set 'm', a
  * ttft_base_ms shorter than the base arm's layers alone, or a trace sink (this model has no timeline).
  */
 nlohmann::json run_ttft_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
+
+/**
+ * A run_ttft_case result recomposed at another layer count, without simulating again: predicted_us,
+ * ttft_change_pct, layer_share_of_ttft_pct and params.layers follow `layers` (the per-layer
+ * saving_per_layer_forward_us and base_layer_forward_us, in us over the prompt's chunks, stay).
+ * Errors: std::invalid_argument when layers <= 0 or the base arm's layers alone reach the base TTFT.
+ */
+nlohmann::json ttft_at_layers(const nlohmann::json& result, double layers);
 
 /// Result of a break-even search.
 struct BreakEven {

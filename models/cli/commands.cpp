@@ -314,10 +314,8 @@ void register_all(CLI::App& app) {
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
                    here - now_passing, now_passing ? fmt::format(", {} known misses now within (remove their flag)", now_passing) : "");
         bad += here;
-        if (s.contains("held_out") && s["held_out"]["compared"].get<int>() > 0)
-          fmt::print("     held out by its layer fits: {} compared, median |error| {:.2f}%, max {:.2f}%\n",
-                     s["held_out"]["compared"].get<int>(), s["held_out"]["median_abs_error_pct"].get<double>(),
-                     s["held_out"]["max_abs_error_pct"].get<double>());
+        if (s.contains("held_out")) fmt::print("     {}\n", models::layer_fit_summary(s));
+        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", path, w.get<std::string>());
         // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
         // that now passes, fails the check like a case outside tolerance.
         if (const auto kd = models::kernel_durations(sc, res); !kd.is_null()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "calibrate/fit.hpp"
 #include "hw/io.hpp"
 
 #include "models/params.hpp"
@@ -91,39 +92,114 @@ TEST(Ttft, MeasuredChangeIsTranslatedIntoTheLayerCountItWouldTake) {
   }
 }
 
+namespace {
+// The committed TTFT scenario with text edits (each {from, to, all?}), written to a temporary file
+// whose hardware path is absolute; run like `fusesim run`. Returns the result, or the error text.
+struct Edited {
+  std::string error;
+  nlohmann::json result;
+};
+struct Edit {
+  std::string from, to;
+  bool all = false;
+};
+Edited run_edited(const std::vector<Edit>& edits) {
+  std::ifstream in(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& e : edits) {
+    size_t at = t.find(e.from);
+    if (at == std::string::npos) return {"edit not applied: " + e.from, nullptr};
+    do {
+      t.replace(at, e.from.size(), e.to);
+      at = t.find(e.from, at + e.to.size());
+    } while (e.all && at != std::string::npos);
+  }
+  const std::string hwkey = "hardware: hw/";
+  t.replace(t.find(hwkey), hwkey.size(), "hardware: " FUSESIM_SOURCE_DIR "/hw/");
+  const std::string path = ::testing::TempDir() + "/ttft-fit.yaml";
+  std::ofstream(path) << t;
+  try {
+    auto sc = models::Scenario::load(path);
+    auto hw = models::load_scenario_hardware(sc);
+    return {"", models::run_scenario(sc, hw, models::RunOptions{})};
+  } catch (const hw::FileError& e) {
+    return {e.what(), nullptr};
+  }
+}
+}  // namespace
+
 TEST(Ttft, LayerFitErrorsNameTheKey) {
-  const std::string src = FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml";
-  std::ifstream in(src);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto expect_error = [&](const std::string& from, const std::string& to, const std::string& message) {
-    std::string t = text;
-    const size_t at = t.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    t.replace(at, from.size(), to);
-    const std::string path = ::testing::TempDir() + "/ttft-fit.yaml";
-    // The hardware path is relative to the scenario's folder or the repository root: use the absolute one.
-    std::string u = t;
-    const std::string hwkey = "hardware: hw/";
-    u.replace(u.find(hwkey), hwkey.size(), "hardware: " FUSESIM_SOURCE_DIR "/hw/");
-    std::ofstream(path) << u;
-    try {
-      auto sc = models::Scenario::load(path);
-      auto hw = models::load_scenario_hardware(sc);
-      models::run_scenario(sc, hw, models::RunOptions{});
-      ADD_FAILURE() << "accepted: " << to;
-    } catch (const hw::FileError& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
+  auto expect_error = [&](const std::vector<Edit>& edits, const std::string& message) {
+    const Edited r = run_edited(edits);
+    EXPECT_NE(r.error.find(message), std::string::npos) << "edit " << edits.front().to << ": " << (r.error.empty() ? "accepted" : r.error);
   };
-  expect_error("layers: {fit: v4-pro}", "layers: {fit: v4-prox}", "'cases[v4-pro/bs8/bf16].params.layers': no layer fit named 'v4-prox'");
-  expect_error("layers: {fit: v4-pro}", "layers: {fiz: v4-pro}", "'cases[v4-pro/bs8/bf16].params.layers': expected a number or {fit: NAME}");
-  expect_error("cases: [v4-pro/bs8/bf16,", "cases: [v4-pro/bs8/bf17,", "'layer_fits[0].cases[0]': no case 'v4-pro/bs8/bf17'");
-  expect_error("cases: [v4-pro/bs8/bf16,", "cases: [v41-flash/tp4/fp8,",
-               "case 'v41-flash/tp4/fp8' does not take this fit's count");
-  expect_error("  - name: v41-flash", "  - name: v4-pro", "fit 'v4-pro' is named twice");
-  expect_error("layer_fits:", "layer_fitz:", "'layer_fitz'");
-  expect_error("    source: \"DeepSeek-V4-Pro", "    sourc: \"DeepSeek-V4-Pro", "'layer_fits[0].sourc'");
-  expect_error("model: ttft", "model: gemm_ar", "only the ttft model fits a layer count");
+  expect_error({{"layers: {fit: v4-pro}", "layers: {fit: v4-prox}"}}, "'cases[v4-pro/bs8/bf16].params.layers': no layer fit named 'v4-prox'");
+  expect_error({{"layers: {fit: v4-pro}", "layers: {fiz: v4-pro}"}}, "'cases[v4-pro/bs8/bf16].params.layers': expected a number or {fit: NAME}");
+  expect_error({{"cases: [v4-pro/bs8/bf16,", "cases: [v4-pro/bs8/bf17,"}}, "'layer_fits[0].cases[0]': no case 'v4-pro/bs8/bf17'");
+  // A listed row that does not take the fit's count is blamed at its own `layers`, whatever it holds.
+  expect_error({{"cases: [v4-pro/bs8/bf16,", "cases: [v41-flash/tp4/fp8,"}},
+               "'cases[v41-flash/tp4/fp8].params.layers': row 'v41-flash/tp4/fp8' is listed by layer_fits[0].cases[0] (fit 'v4-pro')");
+  expect_error({{"layers: {fit: v4-pro}", "layers: [61]"}}, "'cases[v4-pro/bs8/bf16].params.layers': row 'v4-pro/bs8/bf16' is listed");
+  expect_error({{"  - name: v41-flash", "  - name: v4-pro"}}, "fit 'v4-pro' is named twice");
+  expect_error({{"layer_fits:", "layer_fitz:"}}, "'layer_fitz'");
+  expect_error({{"    source: \"DeepSeek-V4-Pro", "    sourc: \"DeepSeek-V4-Pro"}}, "'layer_fits[0].sourc'");
+  expect_error({{"model: ttft", "model: gemm_ar"}}, "only the ttft model fits a layer count");
+  expect_error({{"    nominal: 61\n", ""}}, "'layer_fits[0].nominal': missing (nominal_source without a nominal count)");
+  // No layer_fits block at all, while cases ask for a fit: named, not an internal error.
+  {
+    std::ifstream in(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+    const std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t a = t.find("layer_fits:"), b = t.find("cases:\n");
+    ASSERT_TRUE(a != std::string::npos && b != std::string::npos && a < b);
+    expect_error({{t.substr(a, b - a), ""}}, "no layer fit named 'v4-pro': this scenario has no layer_fits");
+  }
+  // A null layer_fits is named at its own line.
+  {
+    const Edited r = run_edited({{"layer_fits:\n", "layer_fits:\nlayer_fits_was:\n"}});
+    EXPECT_NE(r.error.find("'layer_fits_was'"), std::string::npos) << r.error;
+  }
+  // A known miss cannot be fitted on.
+  expect_error({{"fused -3.36%\"}", "fused -3.36%\", known_miss: \"bad run\"}"}},
+               "'layer_fits[0].cases[0]': case 'v4-pro/bs8/bf16' is a known miss");
+  // The arms predict the same layer: no count can be fitted (was a count of -1e16 from rounding noise).
+  expect_error({{"fused: {mode: fused-sdma, n: 7168, k: 2048, world_size: 8, quant: blockscale}}", "fused: {mode: rccl, n: 7168, k: 2048, world_size: 8, quant: blockscale}}", true}},
+               "the model's layer changes nothing on its rows");
+  // Measured rows equal to their base: a count of 0, said so.
+  expect_error({{"value_us: 1097927", "value_us: 1136100"}, {"value_us: 2164370", "value_us: 2232000"}, {"value_us: 8601057", "value_us: 8890900"}},
+               "its measured rows show no TTFT change");
+  // Measured rows far below their base: a count whose base layers exceed the TTFT, blamed on the fit.
+  expect_error({{"value_us: 1097927", "value_us: 136100"}, {"value_us: 2164370", "value_us: 232000"}, {"value_us: 8601057", "value_us: 890900"}},
+               "'layer_fits[0]': fit 'v4-pro' gives");
+}
+
+TEST(Ttft, LayerFitWarningsAndNominalScale) {
+  const Edited base = run_edited({});
+  ASSERT_TRUE(base.error.empty()) << base.error;
+  EXPECT_TRUE(base.result["summary"]["warnings"].empty()) << base.result["summary"]["warnings"];
+  for (const auto& c : base.result["cases"]) {
+    const auto& n = c["layers_fit"]["nominal"];
+    EXPECT_NEAR(n["scale"].get<double>(), c["layers_fit"]["layers"].get<double>() / n["layers"].get<double>(), 1e-12);
+  }
+  // One row: it matches by construction. All rows fitted: nothing held out. Above max_layers.
+  const Edited one = run_edited({{"cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16]", "cases: [v4-pro/bs8/bf16]"}});
+  ASSERT_TRUE(one.error.empty()) << one.error;
+  EXPECT_NE(one.result["summary"]["warnings"].dump().find("layer fit 'v4-pro' is fitted on 1 row"), std::string::npos);
+  const Edited all = run_edited({{"cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16]",
+                                  "cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16, v4-pro/bs8/fp8, v4-pro/bs16/fp8, v4-pro/bs64/fp8]"}});
+  ASSERT_TRUE(all.error.empty()) << all.error;
+  EXPECT_NE(all.result["summary"]["warnings"].dump().find("layer fit 'v4-pro' holds out no row"), std::string::npos);
+  const Edited cap = run_edited({{"    max_layers: 40", "    max_layers: 10"}});
+  ASSERT_TRUE(cap.error.empty()) << cap.error;
+  EXPECT_NE(cap.result["summary"]["warnings"].dump().find("above its max_layers 10"), std::string::npos);
+}
+
+TEST(Ttft, CalibrateFitRefusesAScenarioThatFitsItsOwnLayerCounts) {
+  try {
+    calibrate::points_from_scenarios({FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml"});
+    ADD_FAILURE() << "accepted";
+  } catch (const hw::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("fits its own layer counts"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
