@@ -346,6 +346,7 @@ Scenario Scenario::load(const std::string& path) try {
       for (auto it = sw.begin(); it != sw.end(); ++it) {
         const std::string p = it->first.as<std::string>();
         swept.push_back(p);
+
         if (!it->second.IsSequence() || it->second.size() == 0)
           throw FileError(path, line_of(it->second), key + ".sweep." + p, "expected a non-empty list of values");
         std::vector<std::pair<std::string, YAML::Node>> next;
@@ -879,8 +880,8 @@ std::string format_table(const nlohmann::json& r) {
                                                                  f["nominal"]["layers"].get<double>())
                                                    : "");
       }
-      std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {}; the base layer is "
-                                  "{:.1f}% of the base TTFT", saving < 0 ? "costs" : "saves", std::fabs(saving) < 0.05 ? 0.0 : std::fabs(saving),
+      std::string s = fmt::format("the layer {} {:.1f} us over the prompt's {} chunk(s); {}; the base arm's layers over the "
+                                  "prompt are {:.1f}% of the base TTFT", saving < 0 ? "costs" : "saves", std::fabs(saving) < 0.05 ? 0.0 : std::fabs(saving),
                                   c["chunks"].size(), layers, c["layer_share_of_ttft_pct"].get<double>());
       if (c.contains("measured_implies_layers"))
         s += fmt::format("; the measured change would take {:.1f} layers", c["measured_implies_layers"].get<double>());

@@ -61,7 +61,7 @@ double meta_bytes(int topk) { return topk * 8.0 + 64.0; }
 /// Bytes of one dispatched token: hidden x payload bytes, plus one fp32 scale per 128 elements when
 /// the payload is fp8 (DeepEP's fp8 dispatch layout), plus the routing metadata.
 double dispatch_token_bytes(const AfdCase& c) {
-  const double scales = c.dtype_bytes == 1 ? std::ceil(c.hidden / 128.0) * 4.0 : 0.0;
+  const double scales = c.dtype_bytes == 1 ? c.hidden / 128.0 * 4.0 : 0.0;  // hidden % 128 == 0 (validated)
   return double(c.hidden) * c.dtype_bytes + scales + meta_bytes(c.topk);
 }
 
@@ -856,6 +856,9 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
     bad("ffn_combine_sms", fmt::format("must be in 0..{}, got {}", sm, c.ffn_combine_sms));
   if (c.hidden < 1) bad("hidden", fmt::format("must be >= 1, got {}", c.hidden));
   if (c.dtype_bytes < 1) bad("payload", fmt::format("must have >= 1 byte per element, got {}", c.dtype_bytes));
+  // An fp8 dispatch carries one fp32 scale per 128 elements (DeepEP's fp8 layout): whole groups only.
+  if (c.dtype_bytes == 1 && c.hidden % 128)
+    bad("hidden", fmt::format("must be a multiple of 128 with the fp8 payload (one fp32 scale per 128 elements), got {}", c.hidden));
   if (c.capacity < 1) bad("capacity", fmt::format("must be >= 1, got {}", c.capacity));
   if (c.experts < 1 || c.experts > 65536) bad("experts", fmt::format("must be in 1..65536, got {}", c.experts));
   if (c.topk < 1 || c.topk > c.experts) bad("topk", fmt::format("must be in 1..'experts' ({}), got {}", c.experts, c.topk));

@@ -373,6 +373,8 @@ void register_all(CLI::App& app) {
                      {"kind", hw::provenance_name(v.kind)}, {"source", v.source}, {"description", d.description},
                      {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on}, {"commit", v.fitted_commit},
                      {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()},
+                     // The fit's one-sigma exceeds the value: the points it was fitted on do not pin it down.
+                     {"not_identified", v.fit_sigma_si > 0 && v.fit_sigma_si > std::fabs(v.si)},
                      {"read_by_a_model", !models::is_unread_hardware_key(d.key)}});
     }
     if (*params_json) {
@@ -382,8 +384,13 @@ void register_all(CLI::App& app) {
     fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
     fmt::print("{:<34} {:>12} {:>10} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "sigma", "unit", "lower", "upper", "kind",
                "source (fitted: on, commit)");
+    int unidentified = 0;
     for (const auto& p : out) {
       std::string src = p["source"].get<std::string>();
+      if (p["not_identified"].get<bool>()) {
+        ++unidentified;
+        src = "NOT IDENTIFIED (sigma > |value|) " + src;
+      }
       const std::string on = p["fitted_on"].get<std::string>(), commit = p["commit"].get<std::string>();
       if (!on.empty() || !commit.empty())
         src += fmt::format(" [fitted{}{}]", on.empty() ? "" : " " + on, commit.empty() ? "" : ", commit " + commit);
@@ -392,6 +399,9 @@ void register_all(CLI::App& app) {
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
                  src);
     }
+    if (unidentified)
+      fmt::print("{} fitted values are NOT IDENTIFIED: their fit's sigma exceeds the value, so the points they were fitted on "
+                 "constrain only combinations of them\n", unidentified);
     // Which models the file can run: the keys each reads (models::required_hardware_keys) it sets,
     // and the module's other declarations it sets.
     const std::vector<std::tuple<std::string, std::string, std::vector<hw::ParamDecl>>> modules{
@@ -425,7 +435,9 @@ void register_all(CLI::App& app) {
 
   auto be = std::make_shared<BreakevenOptions>();
   auto* bec = app.add_subcommand("breakeven", "smallest M from which the fused path beats the split path and the RCCL baseline");
-  bec->add_option("--hw", be->hw, "hardware YAML")->check(CLI::ExistingFile);
+  bec->add_option("--hw", be->hw,
+                  "hardware YAML (default: hw/mi355x-8gpu.yaml in the current folder, else in the checkout this binary "
+                  "was built from)");
   bec->add_option("--wire", be->wire, "bf16 (SDMA gather) or fp8 (LSA pull gather)")->check(CLI::IsMember({"bf16", "fp8"}));
   bec->add_option("-n,--n", be->n, "N (columns of C)");
   bec->add_option("-k,--k", be->k, "K");
@@ -441,7 +453,17 @@ void register_all(CLI::App& app) {
       "m_vs_*_aligned count only M that are multiples of padding_step (world_size x BLOCK_M).\n"
       "serving_threshold_by_hand is SGLang's _MIN_FUSED_M, chosen by hand for the shapes in\n"
       "serving_threshold_by_hand_chosen_for; serving_threshold_by_hand_for_this_shape says whether this is one.\n");
-  bec->callback([be] {
+  bec->callback([bec, be] {
+    namespace fs = std::filesystem;
+    if (bec->count("--hw") == 0 && !fs::exists(be->hw)) {
+      const std::string built = std::string(FUSESIM_SOURCE_DIR) + "/" + be->hw;
+      if (!fs::exists(built))
+        throw std::runtime_error(fmt::format("--hw: no hardware file given, and the default {} is neither in the current folder "
+                                             "nor at {}; give --hw FILE", be->hw, built));
+      be->hw = built;
+    } else if (!fs::is_regular_file(be->hw)) {
+      throw std::runtime_error(fmt::format("--hw: '{}' is not a file (expected a hardware YAML, e.g. hw/mi355x-8gpu.yaml)", be->hw));
+    }
     const auto hw = models::load_hardware(be->hw);
     const auto out = breakeven_report(hw, *be);
     if (be->format == "json") {

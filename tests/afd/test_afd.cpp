@@ -222,6 +222,26 @@ TEST(AfdModel, ExpertsAreBoundedAndSharedNicsAreReported) {
   EXPECT_EQ(simulate_afd(h100(), cross(4, 1, 24), nullptr).extra.at("gpus_per_nic"), 1.0);
 }
 
+TEST(AfdModel, Fp8PayloadNeedsWholeScaleGroups) {
+  // One fp32 scale per 128 elements: hidden 100 would carry part of a group.
+  AfdCase c;
+  c.attention_ranks = 2;
+  c.ffn_ranks = 2;
+  c.dtype_bytes = 1;
+  c.hidden = 100;
+  try {
+    (void)simulate_afd(h200(), c, nullptr);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'hidden' must be a multiple of 128 with the fp8 payload"), std::string::npos) << e.what();
+  }
+  c.hidden = 7168;
+  EXPECT_GT(simulate_afd(h200(), c, nullptr).exchange_us, 0.0);
+  c.dtype_bytes = 2;
+  c.hidden = 100;  // bf16 has no scale groups
+  EXPECT_GT(simulate_afd(h200(), c, nullptr).exchange_us, 0.0);
+}
+
 TEST(AfdChannels, EightPerTransportSm) { EXPECT_EQ(channels_of(24), 192); }
 
 TEST(AfdNicOps, FfnNicSeesTwoCSAtomicsPerRoundTripAtT1) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -401,4 +402,35 @@ TEST(CliParams, CountsOnlyReadKeysAndListsTheOthers) {
   const auto n = models::required_hardware_keys("gemm_ar", mi355x()).size();
   EXPECT_TRUE(has(r.out, "gemm_ar: " + std::to_string(n) + "/" + std::to_string(n) + " required")) << r.out;
   EXPECT_EQ(n, 31u);
+}
+
+// --- From the new-user trial of 2026-11-30 ---------------------------------------------------------
+
+TEST(CliBreakeven, DefaultHardwareIsFoundFromAnyFolder) {
+  // The default hw/mi355x-8gpu.yaml is looked up in the current folder, then in the checkout the
+  // binary was built from; a --hw that is not a file is named.
+  const fs::path here = fs::current_path();
+  fs::current_path(fs::temp_directory_path());
+  const auto r = run_cli({"breakeven", "-n", "4096", "--max-m", "8192"});
+  fs::current_path(here);
+  EXPECT_EQ(r.code, 0) << r.error;
+  EXPECT_TRUE(has(r.out, "mi355x-8gpu N=4096")) << r.out;
+  const auto bad = run_cli({"breakeven", "--hw", "/no/such/hw.yaml"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(has(bad.error, "--hw: '/no/such/hw.yaml' is not a file")) << bad.error;
+}
+
+TEST(CliParams, UnidentifiedFittedValuesAreMarked) {
+  const auto r = run_cli({"params", kRoot + "/hw/mi355x-8gpu.yaml", "--json"});
+  ASSERT_EQ(r.code, 0) << r.error;
+  const auto j = nlohmann::json::parse(r.out);
+  int marked = 0;
+  for (const auto& p : j) {
+    const bool expect = !p["sigma"].is_null() && p["sigma"].get<double>() > std::fabs(p["value"].get<double>());
+    EXPECT_EQ(p["not_identified"].get<bool>(), expect) << p["key"];
+    marked += expect;
+  }
+  EXPECT_GT(marked, 0);  // the seed-000 fit leaves some values unidentified (README, Accuracy)
+  const auto t = run_cli({"params", kRoot + "/hw/mi355x-8gpu.yaml"});
+  EXPECT_TRUE(has(t.out, std::to_string(marked) + " fitted values are NOT IDENTIFIED")) << t.out;
 }
