@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -160,18 +161,22 @@ bool matches(const YAML::Node& params, const YAML::Node& at) {
 }
 }  // namespace
 
+// Where a case's parameter `k` is written, for error messages: its line and key (defaults.K or
+// cases[ID].params|sweep.K); the case's own line and cases[ID].params.K when it is not written.
+static std::pair<int, std::string> param_location(const Case& c, const std::string& k) {
+  const auto pl = c.param_lines.find(k);
+  if (pl == c.param_lines.end() || pl->second.first <= 0) return {c.line, "cases[" + c.id + "].params." + k};
+  const auto& [line, where] = pl->second;
+  return {line, where == "defaults" ? "defaults." + k : "cases[" + c.id + "]." + where + "." + k};
+}
+
 // `layer_fits:` of a ttft scenario (lf: the node, undefined when the file has none; key_line: the line
 // of its key), checked against the cases (loaded first): each fit's rows exist, have a measured value
-// that is not a known miss and take that fit's count; every `layers: {fit: NAME}` names a fit.
+// that is not a known miss and take that fit's count; every `layers: {fit: NAME}` names a fit. Sets
+// each case's layer_fit and fitted_on.
 static void check_layer_fits(Scenario& sc, const YAML::Node& lf, int key_line) {
   const std::string& path = sc.path;
-  // Where a case's `layers` is written: (line, key).
-  auto layers_at = [&](const Case& c) -> std::pair<int, std::string> {
-    const auto pl = c.param_lines.find("layers");
-    if (pl == c.param_lines.end()) return {c.line, "cases[" + c.id + "].params.layers"};
-    const auto& [line, where] = pl->second;
-    return {line, where == "defaults" ? "defaults.layers" : "cases[" + c.id + "]." + where + ".layers"};
-  };
+  auto layers_at = [](const Case& c) { return param_location(c, "layers"); };
   auto fit_of = [&](const Case& c) -> std::string {
     const YAML::Node l = c.params["layers"];
     if (!l || !l.IsMap()) return "";
@@ -187,8 +192,8 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf, int key_line) {
     if (!lf.IsSequence() || lf.size() == 0)
       throw FileError(path, key_line, "layer_fits", "expected a non-empty list of {name, cases: [ID, ...], source}");
   }
-  std::map<std::string, const Case*> by_id;
-  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  std::map<std::string, Case*> by_id;
+  for (auto& c : sc.cases) by_id[c.id] = &c;
   // First the fits' names, so a case naming no fit is reported as such before any fit's rows are read.
   for (size_t i = 0; lf && i < lf.size(); ++i) {
     const YAML::Node e = lf[i];
@@ -219,8 +224,9 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf, int key_line) {
     sc.layer_fits.push_back(f);
   }
   std::set<std::string> used;
-  for (const auto& c : sc.cases) {
+  for (auto& c : sc.cases) {
     const std::string name = fit_of(c);
+    c.layer_fit = name;
     if (name.empty()) continue;
     if (std::none_of(sc.layer_fits.begin(), sc.layer_fits.end(), [&](const auto& f) { return f.name == name; })) {
       std::vector<std::string> names;
@@ -249,15 +255,16 @@ static void check_layer_fits(Scenario& sc, const YAML::Node& lf, int key_line) {
       if (!c->second->measured->known_miss.empty())
         throw FileError(path, line_of(e["cases"][j]), ckey,
                         fmt::format("case '{}' is a known miss: a point the model is known not to reach cannot be fitted on", id));
-      if (fit_of(*c->second) != f.name) {
+      if (c->second->layer_fit != f.name) {
         const auto [line, lkey] = layers_at(*c->second);
         const YAML::Node l = c->second->params["layers"];
         throw FileError(path, line, lkey,
                         fmt::format("row '{}' is listed by {} (fit '{}'), so it must take that count: layers: {{fit: {}}} (it has {})", id,
                                     ckey, f.name, f.name, l ? "'" + hw::yaml_text(l) + "'" : "none"));
       }
-      if (std::find(f.cases.begin(), f.cases.end(), id) != f.cases.end())
+      if (c->second->fitted_on)
         throw FileError(path, line_of(e["cases"][j]), ckey, fmt::format("case '{}' is listed twice", id));
+      c->second->fitted_on = true;
       f.cases.push_back(id);
     }
   }
@@ -562,44 +569,38 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
         const size_t colon = what.find(':');
         if (colon != std::string::npos && is_key(what.substr(0, colon))) k = what.substr(0, colon);
       }
-      if (!k.empty()) {
-        const auto& [kline, kwhere] = c.param_lines.at(k);
-        line = kline;
-        where = kwhere == "defaults" ? "defaults." + k : "cases[" + c.id + "]." + kwhere + "." + k;
-      }
+      if (!k.empty()) std::tie(line, where) = param_location(c, k);
       throw FileError(sc.path, line, where, what);
     }
   };
-  auto fit_name = [](const Case& c) -> std::string {
-    const YAML::Node l = c.params["layers"];
-    return l && l.IsMap() && l["fit"] ? l["fit"].Scalar() : "";
-  };
   auto selected = [&](const Case& c) { return opt.only.empty() || c.id.find(opt.only) != std::string::npos; };
+  auto fit_key = [&](const Scenario::LayerFit& f) { return fmt::format("layer_fits[{}]", &f - sc.layer_fits.data()); };
+  // Each fit's rows, as (a, y) pairs, and the largest |saving| among them.
+  struct FitRows {
+    std::vector<std::pair<double, double>> ay;
+    double max_saving = 0;
+  };
+  std::map<std::string, FitRows> rows;
   std::map<std::string, nlohmann::json> one_layer;  // case id -> its result at one layer
   for (const auto& c : sc.cases) {
-    const std::string fname = fit_name(c);
-    const bool listed = !fname.empty() && std::any_of(sc.layer_fits.begin(), sc.layer_fits.end(), [&](const auto& f) {
-      return std::find(f.cases.begin(), f.cases.end(), c.id) != f.cases.end();
-    });
-    if (fname.empty() || (!listed && !selected(c))) continue;
+    if (c.layer_fit.empty() || (!c.fitted_on && !selected(c))) continue;
     YAML::Node one = YAML::Clone(c.params);
     one["layers"] = 1;
-    one_layer[c.id] = run_case(c, one, nullptr);
+    const nlohmann::json& r = one_layer[c.id] = run_case(c, one, nullptr);
+    if (!c.fitted_on) continue;
+    const double base_us = r["params"]["ttft_base_ms"].get<double>() * 1e3;
+    const double saving = r["saving_per_layer_forward_us"].get<double>();
+    FitRows& fr = rows[c.layer_fit];
+    fr.ay.push_back({-saving / base_us, (*c.measured->value_us - base_us) / base_us});
+    fr.max_saving = std::max(fr.max_saving, std::fabs(saving));
   }
   for (const auto& f : sc.layer_fits) {
-    const std::string key = fmt::format("layer_fits[{}]", &f - sc.layer_fits.data());
-    double sum_ay = 0, sum_aa = 0, max_saving = 0;
-    std::vector<std::pair<double, double>> ay;
-    for (const auto& id : f.cases) {
-      const nlohmann::json& r = one_layer.at(id);
-      const double base_us = r["params"]["ttft_base_ms"].get<double>() * 1e3;
-      const double saving = r["saving_per_layer_forward_us"].get<double>();
-      const double a = -saving / base_us;
-      const double y = (*std::find_if(sc.cases.begin(), sc.cases.end(), [&](const Case& c) { return c.id == id; })->measured->value_us - base_us) / base_us;
-      ay.push_back({a, y});
+    const std::string key = fit_key(f);
+    const auto& [ay, max_saving] = rows.at(f.name);
+    double sum_ay = 0, sum_aa = 0;
+    for (const auto& [a, y] : ay) {
       sum_ay += a * y;
       sum_aa += a * a;
-      max_saving = std::max(max_saving, std::fabs(saving));
     }
     // A layer whose two arms differ by less than a picosecond per forward changes nothing: the
     // quotient would only scale floating-point noise.
@@ -618,8 +619,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     fits[f.name] = {layers, std::sqrt(ss / double(ay.size())) * 100, &f};
     if (f.cases.size() < 2)
       warnings.push_back(fmt::format("layer fit '{}' is fitted on 1 row: that row matches by construction", f.name));
-    const size_t users = size_t(std::count_if(sc.cases.begin(), sc.cases.end(), [&](const Case& c) { return fit_name(c) == f.name; }));
-    if (users == f.cases.size())
+    if (std::none_of(sc.cases.begin(), sc.cases.end(), [&](const Case& c) { return c.layer_fit == f.name && !c.fitted_on; }))
       warnings.push_back(fmt::format("layer fit '{}' holds out no row: every row that uses it is fitted on", f.name));
     if (f.max_layers > 0 && layers > f.max_layers)
       warnings.push_back(fmt::format("layer fit '{}' gives {:.1f} layers, above its max_layers {:.4g}", f.name, layers, f.max_layers));
@@ -630,14 +630,14 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
   for (const auto& c : sc.cases) {
     if (!selected(c)) continue;
     if (opt.trace) opt.trace->set_prefix(c.id + ":");
-    const std::string fname = fit_name(c);
+    const std::string& fname = c.layer_fit;
     const FitResult* fit = fname.empty() ? nullptr : &fits.at(fname);
     nlohmann::json res;
     if (fit) {
       try {
         res = ttft_at_layers(one_layer.at(c.id), fit->layers);
       } catch (const std::invalid_argument& e) {
-        throw FileError(sc.path, fit->fit->line, fmt::format("layer_fits[{}]", fit->fit - sc.layer_fits.data()),
+        throw FileError(sc.path, fit->fit->line, fit_key(*fit->fit),
                         fmt::format("fit '{}' gives {:.1f} layers, too many for row '{}': {}", fname, fit->layers, c.id, e.what()));
       }
     } else {
@@ -645,7 +645,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     }
     nlohmann::json out{{"id", c.id}};
     for (auto& [k, v] : res.items()) out[k] = v;
-    const bool fitted_row = fit && std::find(fit->fit->cases.begin(), fit->fit->cases.end(), c.id) != fit->fit->cases.end();
+    const bool fitted_row = fit && c.fitted_on;
     if (fit) {
       out["layers_fit"] = {{"name", fname}, {"layers", fit->layers}, {"fitted_on", fit->fit->cases},
                            {"rms_points", fit->rms_points}, {"source", fit->fit->source},

@@ -47,6 +47,8 @@ struct Case {
   int line = 0;               ///< line of the case in the scenario file
   /// Line of each parameter's key (defaults, the case's params, its sweep), for error messages.
   std::map<std::string, std::pair<int, std::string>> param_lines;  ///< key -> (line, "defaults" | "params" | "sweep")
+  std::string layer_fit;  ///< ttft: the layer fit its `layers: {fit: NAME}` takes ("" when it states a number)
+  bool fitted_on = false;  ///< ttft: listed by that fit's `cases` (else held out)
 };
 
 /**

@@ -302,6 +302,15 @@ int line_with(const std::string& text, const std::string& needle) {
     if (has(l, needle)) return n;
   return 0;
 }
+
+/// Line `n` (1-based) of `text`, without its newline ("" past the end).
+std::string line_at(const std::string& text, int n) {
+  std::istringstream in(text);
+  std::string l;
+  for (int i = 1; i <= n; ++i)
+    if (!std::getline(in, l)) return "";
+  return l;
+}
 }  // namespace
 
 TEST(HardwareProvenance, EveryFittedValueOfTheRepositoryCarriesItsFit) {
@@ -316,9 +325,7 @@ TEST(HardwareProvenance, AFittedValueWithoutDateCommitOrFilesIsRefused) {
   // The first fitted value on one line: drop each of its fit fields in turn.
   const int line = line_with(text, "kind: fitted");
   ASSERT_GT(line, 0);
-  std::istringstream in(text);
-  std::string l;
-  for (int n = 1; n <= line; ++n) std::getline(in, l);
+  const std::string l = line_at(text, line);
   const std::string key = l.substr(l.find_first_not_of(' '), l.find(':') - l.find_first_not_of(' '));
   for (const std::string field : {"fitted_on", "commit", "fitted_from"}) {
     const auto at = l.find(", " + field + ":");
@@ -336,9 +343,7 @@ TEST(HardwareCalibration, ANegativeOrNonFiniteResidualIsRefused) {
   const std::string text = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
   const int line = line_with(text, "residual_rms_pct:");
   ASSERT_GT(line, 0);
-  std::istringstream in(text);
-  std::string l;
-  for (int n = 1; n <= line; ++n) std::getline(in, l);
+  const std::string l = line_at(text, line);
   for (const std::string bad : {"-5", ".nan", ".inf", "-.inf"}) {
     const std::string w = hw_error(with_replaced(text, l, "  residual_rms_pct: " + bad));
     EXPECT_TRUE(has(w, ":" + std::to_string(line) + ":") && has(w, "residual_rms_pct")) << bad << ": " << w;
