@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -45,6 +46,12 @@ double number(const YAML::Node& n, const std::string& file, const std::string& k
   try {
     v = n.as<double>();
   } catch (const YAML::Exception&) {
+    // A numeric literal yaml-cpp cannot hold (1e999) is out of range, not a word.
+    const std::string t = n.IsScalar() ? n.Scalar() : "";
+    char* end = nullptr;
+    const double d = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+    if (!t.empty() && end && *end == '\0' && std::isinf(d))
+      throw FileError(file, line_of(n), key, fmt::format("'{}' is out of the range of a double", t));
     throw FileError(file, line_of(n), key, fmt::format("expected a number, got '{}'", hw::yaml_text(n)));
   }
   if (!std::isfinite(v)) throw FileError(file, line_of(n), key, fmt::format("expected a finite number, got '{}'", hw::yaml_text(n)));
@@ -402,7 +409,13 @@ Scenario Scenario::load(const std::string& path) try {
           std::vector<size_t> hits;
           for (size_t i = 0; i < points.size(); ++i)
             if (matches(points[i].second, at)) hits.push_back(i);
-          if (hits.empty()) throw FileError(path, line_of(e), ekey + ".at", fmt::format("'{}' matches no sweep point", hw::yaml_text(at)));
+          if (hits.empty()) {
+            // Name the swept values: a mistyped one in the sweep list otherwise shows up only here.
+            std::vector<std::string> lists;
+            for (const auto& k : swept) lists.push_back(k + ": " + hw::yaml_text(cnode["sweep"][k]));
+            throw FileError(path, line_of(e), ekey + ".at",
+                            fmt::format("'{}' matches no sweep point (swept: {})", hw::yaml_text(at), fmt::join(lists, "; ")));
+          }
           if (hits.size() > 1)
             throw FileError(path, line_of(e), ekey + ".at",
                             fmt::format("'{}' matches {} sweep points ({}, ...); give a value for each swept parameter ({})",

@@ -224,7 +224,12 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
   expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
-                    "'cases[a].measured[0].at': '{m: 3}' matches no sweep point", 8);
+                    "'cases[a].measured[0].at': '{m: 3}' matches no sweep point (swept: m: [1, 2])", 8);
+  // A mistyped swept value shows up as a point nothing matches: the message lists the swept values.
+  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, lots]}\n    measured:\n      - {at: {m: 2}, value_us: 1, source: x}\n",
+                    "matches no sweep point (swept: m: [1, lots])", 8);
+  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1e999, source: x}\n",
+                    "'cases[a].measured.value_us': '1e999' is out of the range of a double", 6);
   // Keys name the case by its id, or by its index (from 0) while it has no usable id.
   expect_file_error(head + "cases:\n  - id: a\n  - params: {m: 1}\n", "'cases[1].id': missing", 6);
   expect_file_error(head + "cases:\n  - id: [a]\n", "'cases[0].id': expected a name", 5);
