@@ -962,7 +962,8 @@ const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c) {
   return c.measured->kernels;
 }
 
-std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res) {
+std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res, int min_tokens,
+                                                  int max_tokens) {
   std::map<std::string, const Case*> by_id;
   for (const auto& c : sc.cases) by_id[c.id] = &c;
   std::vector<ComparedPoint> out;
@@ -970,7 +971,11 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
     const auto it = by_id.find(r["id"].get<std::string>());
     if (it == by_id.end()) continue;
     const Case& c = *it->second;
-    for (const auto& k : judged_kernels(c)) {
+    const YAML::Node t = c.params["tokens"];
+    if (!c.measured || !t || !t.IsScalar()) continue;
+    const int tokens = t.as<int>();
+    if (tokens < min_tokens || tokens > max_tokens) continue;
+    for (const auto& k : c.measured->kernels) {
       const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
       const auto ph = std::find_if(r["phases"].begin(), r["phases"].end(),
                                    [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -155,17 +156,21 @@ struct ComparedPoint {
 std::vector<ComparedPoint> compared_points(const nlohmann::json& res);
 
 /// Per-kernel durations are judged (and fitted) from this many tokens per Attention rank up (issue 6:
-/// "per-kernel durations within 15% at T >= 128"; below, launch jitter dominates them).
+/// "per-kernel durations within 15% at T >= 128"). Below, a kernel lasts a few us of fixed launch and
+/// signalling costs; fusesim_afd_fit adds those kernels only with --small-t-kernel-weight.
 inline constexpr int kKernelDurationMinTokens = 128;
 
 /// The measured kernel spans of `c` that are judged: its timeline's when the case runs
 /// T >= kKernelDurationMinTokens, else none.
 const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c);
 
-/// Per-kernel durations of the scenario's measured timelines at T >= 128 (AFD `measured.kernels`),
-/// each against the run's own phase "devN/kernel" (end - start); kernels the model does not run on
-/// that device are skipped.
-std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res);
+/// Per-kernel durations of the scenario's measured timelines (AFD `measured.kernels`) of the cases
+/// whose `tokens` lie in [min_tokens, max_tokens] (by default the judged ones, T >= 128), each against
+/// the run's own phase "devN/kernel" (end - start); kernels the model does not run on that device are
+/// skipped. fusesim_afd_fit also fits the T < 128 ones (--small-t-kernel-weight).
+std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res,
+                                                  int min_tokens = kKernelDurationMinTokens,
+                                                  int max_tokens = std::numeric_limits<int>::max());
 
 /**
  * kernel_duration_points judged against the scenario's `kernel_durations` (tolerance, known misses):

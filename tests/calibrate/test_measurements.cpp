@@ -314,6 +314,23 @@ TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
   }
 }
 
+// kernel_duration_points by token range: the default is the judged T >= 128 set; [0, 127] is the
+// T = 1 timelines that fusesim_afd_fit can add with --small-t-kernel-weight; the two cover every kernel.
+TEST(Afd, KernelDurationPointsSplitByTokens) {
+  const auto sc = models::Scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
+  const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
+  const auto judged = models::kernel_duration_points(sc, res);
+  const auto small = models::kernel_duration_points(sc, res, 0, models::kKernelDurationMinTokens - 1);
+  const auto all = models::kernel_duration_points(sc, res, 0);
+  EXPECT_EQ(judged.size(), 252u);
+  EXPECT_EQ(small.size(), 84u);
+  EXPECT_EQ(all.size(), judged.size() + small.size());
+  std::map<std::string, int> tokens;
+  for (const auto& c : sc.cases) tokens[c.id] = c.params["tokens"].as<int>();
+  for (const auto& p : small) EXPECT_EQ(tokens.at(p.case_id), 1) << p.case_id;
+  for (const auto& p : judged) EXPECT_GE(tokens.at(p.case_id), 128) << p.case_id;
+}
+
 // The seed-004 document's setup line gives the experts: 128, and 96 for 1 Attention : 3 FFN ranks.
 TEST(Afd, Seed004SetupLineGivesTheExpertsPerSplit) {
   const std::string doc = R"({"setup": "4 x H200, top-k 8 of 128 experts (96 for 1A:3F), 24 transport SMs unless noted",
