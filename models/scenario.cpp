@@ -1006,9 +1006,21 @@ nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   }
   if (errs.empty()) return nullptr;
   std::sort(errs.begin(), errs.end());
-  return {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
-          {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()}, {"misses", misses},
-          {"new_misses", new_misses}, {"known_now_within", now_within}};
+  nlohmann::json out = {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
+                        {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()},
+                        {"misses", misses}, {"new_misses", new_misses}, {"known_now_within", now_within}};
+  // The timelines below kKernelDurationMinTokens are not judged, but their errors are reported so
+  // that nobody reads a T = 1 kernel split off the trace without knowing how well it is predicted.
+  std::vector<double> small;
+  for (const auto& p : kernel_duration_points(sc, res, 0, kKernelDurationMinTokens - 1)) small.push_back(std::fabs(p.err_pct()));
+  out["below_min_tokens"] = nullptr;
+  if (!small.empty()) {
+    std::sort(small.begin(), small.end());
+    out["below_min_tokens"] = {{"total", small.size()}, {"median_abs_error_pct", small[small.size() / 2]},
+                               {"max_abs_error_pct", small.back()},
+                               {"outside_tolerance", std::count_if(small.begin(), small.end(), [&](double e) { return e > tol; })}};
+  }
+  return out;
 }
 
 }  // namespace fusesim::models

@@ -176,7 +176,8 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
  * kernel_duration_points judged against the scenario's `kernel_durations` (tolerance, known misses):
  * {total, within, tolerance_pct, median_abs_error_pct, max_abs_error_pct, misses: [{case, kernel,
  * measured_us, predicted_us, error_pct, known, reason}], new_misses, known_now_within: [{case, kernel,
- * error_pct}]}; null when no case has a timeline at T >= 128.
+ * error_pct}], below_min_tokens: {total, median_abs_error_pct, max_abs_error_pct, outside_tolerance} of
+ * the unjudged T < 128 kernels, or null}; null when no case has a timeline at T >= 128.
  */
 nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res);
 

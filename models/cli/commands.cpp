@@ -46,6 +46,10 @@ std::string kernel_duration_text(const nlohmann::json& kd, bool list) {
       "kernel durations at T >= 128: {} of {} within {:.0f}% (median |error| {:.2f}%, max {:.2f}%); outside: {} known misses, {} new\n",
       kd["within"].get<size_t>(), kd["total"].get<size_t>(), kd["tolerance_pct"].get<double>(), kd["median_abs_error_pct"].get<double>(),
       kd["max_abs_error_pct"].get<double>(), kd["misses"].size() - kd["new_misses"].get<size_t>(), kd["new_misses"].get<int>());
+  if (const auto& b = kd["below_min_tokens"]; !b.is_null())
+    out += fmt::format("kernel durations at T < 128 (not judged): {} kernels, median |error| {:.2f}%, max {:.2f}%, {} outside {:.0f}%\n",
+                       b["total"].get<size_t>(), b["median_abs_error_pct"].get<double>(), b["max_abs_error_pct"].get<double>(),
+                       b["outside_tolerance"].get<long>(), kd["tolerance_pct"].get<double>());
   for (const auto& m : kd["misses"])
     if (list || !m["known"].get<bool>())
       out += fmt::format("  {} kernel duration {} {}: measured {:.2f} us, predicted {:.2f} us ({:+.1f}%){}\n",
@@ -319,7 +323,11 @@ void register_all(CLI::App& app) {
         // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
         // that now passes, fails the check like a case outside tolerance.
         if (const auto kd = models::kernel_durations(sc, res); !kd.is_null()) {
-          fmt::print("     {}", kernel_duration_text(kd, false));
+          // Indented under the scenario's line, as the held-out line above is.
+          std::string text = kernel_duration_text(kd, false);
+          for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1))
+            text.insert(at + 1, "     ");
+          fmt::print("     {}", text);
           const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
           if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
           bad += kbad;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -329,6 +330,13 @@ TEST(Afd, KernelDurationPointsSplitByTokens) {
   for (const auto& c : sc.cases) tokens[c.id] = c.params["tokens"].as<int>();
   for (const auto& p : small) EXPECT_EQ(tokens.at(p.case_id), 1) << p.case_id;
   for (const auto& p : judged) EXPECT_GE(tokens.at(p.case_id), 128) << p.case_id;
+  // The summary reports the unjudged ones apart: their count, and how many are outside the tolerance.
+  const auto kd = models::kernel_durations(sc, res);
+  ASSERT_FALSE(kd["below_min_tokens"].is_null());
+  EXPECT_EQ(kd["below_min_tokens"]["total"].get<size_t>(), small.size());
+  EXPECT_EQ(kd["total"].get<size_t>(), judged.size());
+  const auto outside = std::count_if(small.begin(), small.end(), [&](const auto& p) { return std::fabs(p.err_pct()) > 15.0; });
+  EXPECT_EQ(kd["below_min_tokens"]["outside_tolerance"].get<long>(), outside);
 }
 
 // The seed-004 document's setup line gives the experts: 128, and 96 for 1 Attention : 3 FFN ranks.
