@@ -1,27 +1,34 @@
 // fusesim_afd_fit: bounded least-squares fit of the AFD model's `kind: fitted` parameters of one
 // hardware file to the measured points of AFD scenario files (Nelder-Mead on log-parameters inside
 // the registry's bounds; objective = sum of squared log errors, per-kernel durations at T >= 128
-// weighted by --kernel-weight). Prints the fitted values ("key value") and the per-file errors.
-// Kept apart from the model; the calibration module will own fitting later.
+// weighted by --kernel-weight). Prints the fitted values ("section.key value", stdout) and the
+// per-file errors (stderr); writes no file (models/afd/update_fitted.py writes the values back).
+// Kept apart from the model; `fusesim calibrate fit` is the general fitter (it has no hinge).
 //
-// usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--hinge H] [--median-cap M]
-//                        [--kernel-hinge H] [--keys k1,k2 | --keys none] [--report] SCENARIO...
+// usage: fusesim_afd_fit REPO_ROOT HW_FILE SCENARIO... [--iters N] [--kernel-weight W] [--hinge H]
+//          [--kernel-hinge H] [--median-cap M] [--small-t-kernel-weight W] [--keys k1,k2 | --keys none]
+//          [--report]       (fusesim_afd_fit --help lists them with their defaults)
+// HW_FILE and the scenarios are read relative to the current folder; REPO_ROOT must exist and is
+// kept so that the commands recorded in the hardware files run unchanged.
 // --hinge H: weight of the squared excess of a measured point's |log error| over 10% (default 4);
 // --kernel-hinge H: the same for a per-kernel duration's |log error| over 13% (default 0, off);
 // --median-cap M: add 100 x (median - M)^2 x points for a scenario whose median |error| exceeds M (e.g.
 // 0.045; default off).
 // --small-t-kernel-weight W: also fit the per-kernel durations of the timelines at T < 128 (weight W on
-// their squared log errors, no hinge; default 0, off). They are not judged (launch jitter is a larger
-// share of a few-us kernel), but without them the fixed costs can move freely between kernels of an
-// exchange whose total is fitted.
+// their squared log errors, no hinge; default 0, off). They are not judged, but without them the
+// fixed costs can move freely between the kernels of an exchange whose total is fitted.
+// Errors (a bad option, a file that cannot be read, a non-AFD scenario, a key that is not fitted in
+// HW_FILE) print "fusesim_afd_fit: error: ..." and exit 1.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "models/afd/params.hpp"
@@ -29,12 +36,32 @@
 
 using namespace fusesim;
 
+namespace {
+/// CLI11 check: a finite number >= 0 (weights and hinges; a negative weight would reward errors).
+const auto kNonNegativeFinite = CLI::Validator(
+    [](std::string& v) -> std::string {
+      double x = 0;
+      try {
+        size_t used = 0;
+        x = std::stod(v, &used);
+        if (used != v.size()) return "expected a number, got '" + v + "'";
+      } catch (const std::exception&) {
+        return "expected a number, got '" + v + "'";
+      }
+      if (!std::isfinite(x) || x < 0) return "expected a finite number >= 0, got " + v;
+      return {};
+    },
+    "FINITE >= 0");
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 4) {
-    std::cerr << "usage: fusesim_afd_fit REPO_ROOT HW_FILE [--iters N] [--kernel-weight W] [--keys a,b] [--small-t-kernel-weight W] SCENARIO...\n";
-    return 2;
-  }
-  const std::string root = argv[1], hw_path = argv[2];
+  CLI::App app{
+      "fusesim_afd_fit: bounded Nelder-Mead fit of an AFD hardware file's `kind: fitted` values to the measured "
+      "points of AFD scenario files. Prints the fitted values on stdout (\"section.key value\"; "
+      "models/afd/update_fitted.py writes them into a hardware file) and the per-scenario errors on stderr; it "
+      "writes no file. HW_FILE and the scenarios are read relative to the current folder."};
+  std::string root, hw_path;
+  std::vector<std::string> scen;
   int iters = 400;
   double kw = 0.3;
   bool report = false;
@@ -42,27 +69,77 @@ int main(int argc, char** argv) {
   double kernel_hinge = 0;  // weight of the squared excess of a kernel duration's |log error| over 13%
   double median_cap = 0.0;  // per-scenario median |error| above which a penalty applies (0 = off)
   double small_t_kw = 0.0;  // weight of the per-kernel durations at T < 128 (0 = off)
-  std::vector<std::string> keys_only, scen;
-  for (int i = 3; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--report") report = true;
-    else if (a == "--iters") iters = std::stoi(argv[++i]);
-    else if (a == "--kernel-weight") kw = std::stod(argv[++i]);
-    else if (a == "--hinge") hinge = std::stod(argv[++i]);
-    else if (a == "--kernel-hinge") kernel_hinge = std::stod(argv[++i]);
-    else if (a == "--median-cap") median_cap = std::stod(argv[++i]);
-    else if (a == "--small-t-kernel-weight") small_t_kw = std::stod(argv[++i]);
-    else if (a == "--keys") {
-      std::stringstream ss(argv[++i]);
-      for (std::string k; std::getline(ss, k, ',');) keys_only.push_back(k);
-    } else scen.push_back(a);
+  std::string keys_arg;
+  app.add_option("REPO_ROOT", root,
+                 "the repository's root folder (kept so that the commands recorded in the hardware files still "
+                 "run; it must exist, and it does not prefix the other paths)")
+      ->required()->check(CLI::ExistingDirectory);
+  app.add_option("HW_FILE", hw_path, "hardware YAML whose fitted values are the start")->required()->check(CLI::ExistingFile);
+  // Checked after parsing (below), so that a mistyped option is reported as such and not as a
+  // scenario file that does not exist.
+  app.add_option("SCENARIO", scen, "AFD scenario YAML files with measured points")->required();
+  app.add_option("--iters", iters, "Nelder-Mead iterations; 0 evaluates the file as it stands")
+      ->check(CLI::Range(0, 1000000))->capture_default_str();
+  app.add_option("--kernel-weight", kw, "weight of the per-kernel durations at T >= 128")
+      ->check(kNonNegativeFinite)->capture_default_str();
+  app.add_option("--hinge", hinge, "weight of the squared excess of a measured point's |log error| over 10%")
+      ->check(kNonNegativeFinite)->capture_default_str();
+  app.add_option("--kernel-hinge", kernel_hinge, "the same for a kernel duration's |log error| over 13%")
+      ->check(kNonNegativeFinite)->capture_default_str();
+  app.add_option("--median-cap", median_cap,
+                 "add 100 x (median - M)^2 x points for a scenario whose median |error| exceeds M (e.g. 0.045; 0 = off)")
+      ->check(kNonNegativeFinite)->capture_default_str();
+  app.add_option("--small-t-kernel-weight", small_t_kw,
+                 "also fit the per-kernel durations at T < 128 (unjudged) with this weight (0 = off)")
+      ->check(kNonNegativeFinite)->capture_default_str();
+  app.add_option("--keys", keys_arg, "comma-separated fitted keys to move (default: every fitted key; none: evaluate only)");
+  app.add_flag("--report", report, "print every point's measured, predicted and error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "fusesim_afd_fit: error: %s (see fusesim_afd_fit --help)\n", e.what());
+    return 1;
   }
+  try {
+  for (const auto& f : scen)
+    if (!std::filesystem::is_regular_file(f)) throw std::invalid_argument("SCENARIO: no such file: " + f);
+  std::vector<std::string> keys_only;
+  if (!keys_arg.empty()) {
+    std::stringstream ss(keys_arg);
+    for (std::string k; std::getline(ss, k, ',');) keys_only.push_back(k);
+  }
+  if (std::isnan(kw) || std::isinf(kw)) throw std::invalid_argument("--kernel-weight must be finite");
   const auto reg = afd::afd_registry();
-  hw::Hardware hw = hw::Hardware::load(root + "/" + hw_path, reg);
+  hw::Hardware hw = hw::Hardware::load(hw_path, reg);
+  {
+    // --keys names fitted keys of this file (or is `none`).
+    std::vector<std::string> fitted;
+    for (const auto& [k, v] : hw.values())
+      if (v.kind == hw::Provenance::Fitted) fitted.push_back(k);
+    for (const auto& k : keys_only)
+      if (!(k == "none" && keys_only.size() == 1) && std::find(fitted.begin(), fitted.end(), k) == fitted.end()) {
+        std::string list;
+        for (const auto& f : fitted) list += (list.empty() ? "" : ", ") + f;
+        throw std::invalid_argument(fmt::format("--keys: '{}' is not a fitted key of {} (its fitted keys: {}; or none)",
+                                                k, hw_path, list));
+      }
+  }
   // Each scenario is read once (models::Scenario, the loader `fusesim run` uses); the objective reruns
   // its cases on the trial hardware.
   std::vector<models::Scenario> scs;
-  for (const auto& s : scen) scs.push_back(models::Scenario::load(s));
+  for (const auto& s : scen) {
+    scs.push_back(models::Scenario::load(s));
+    if (scs.back().model != "afd")
+      throw std::invalid_argument(fmt::format("{}: model '{}': fusesim_afd_fit fits AFD scenarios (model: afd) only", s,
+                                              scs.back().model));
+    // Fitting a copy of the scenario's hardware file is fine; fitting another hardware kind is not
+    // caught here, so say which file the scenario names.
+    std::error_code ec;
+    if (!std::filesystem::equivalent(scs.back().hardware_path, hw_path, ec))
+      std::fprintf(stderr, "fusesim_afd_fit: note: %s names hardware %s; fitting %s in its place\n", s.c_str(),
+                   scs.back().hardware_path.c_str(), hw_path.c_str());
+  }
   // The error statistics are run_scenario's own summary (what `fusesim check` prints).
   struct Eval {
     std::vector<models::ComparedPoint> points, kernel_points, small_t_kernel_points;
@@ -184,4 +261,8 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fusesim_afd_fit: error: %s\n", e.what());
+    return 1;
+  }
 }

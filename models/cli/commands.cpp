@@ -237,7 +237,9 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
 void register_all(CLI::App& app) {
   auto run_args = std::make_shared<RunArgs>();
   auto* run = app.add_subcommand("run", "predict every case of a scenario and compare with its measured values");
-  run->add_option("scenario", run_args->scenarios, "scenario YAML file")->required()->check(CLI::ExistingFile)->expected(1);
+  // The file is checked when the scenario is loaded (an error naming it), not by CLI11, whose file
+  // check runs before its unknown-option check and so called `--formt json` a missing file "json".
+  run->add_option("scenario", run_args->scenarios, "scenario YAML file (one)")->required();
   run->add_option("--format", run_args->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE");
   run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
@@ -247,6 +249,9 @@ void register_all(CLI::App& app) {
     std::vector<hw::OutputFile> outputs;
     if (!run_args->trace.empty()) outputs.push_back({run_args->trace, "", "--trace"});
     if (!run_args->out.empty()) outputs.push_back({run_args->out, "", "--out"});
+    if (run_args->scenarios.size() > 1)
+      throw std::invalid_argument(fmt::format("run takes one scenario file, got {}: {} (fusesim check takes several)",
+                                              run_args->scenarios.size(), fmt::join(run_args->scenarios, ", ")));
     refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
     auto sc = models::Scenario::load(run_args->scenarios.at(0));
