@@ -127,8 +127,19 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
       check_keys(k, {"device", "kernel", "start_us", "end_us"}, file, key + ".kernels");
       for (const char* f : {"device", "kernel", "start_us", "end_us"})
         if (!k[f]) throw FileError(file, line_of(k), key + ".kernels", fmt::format("an entry lacks '{}'", f));
-      out.kernels.push_back({int(number(k["device"], file, key + ".kernels.device")), text(k["kernel"], file, key + ".kernels.kernel", "a kernel name"),
-                             number(k["end_us"], file, key + ".kernels.end_us") - number(k["start_us"], file, key + ".kernels.start_us")});
+      const double dev = number(k["device"], file, key + ".kernels.device");
+      if (!(dev >= 0) || dev != std::floor(dev) || dev > 1e6)
+        throw FileError(file, line_of(k["device"]), key + ".kernels.device", fmt::format("expected a device index 0, 1, ..., got {}", dev));
+      const std::string name = text(k["kernel"], file, key + ".kernels.kernel", "a kernel name");
+      const double start = number(k["start_us"], file, key + ".kernels.start_us"), end = number(k["end_us"], file, key + ".kernels.end_us");
+      if (!(end > start))
+        throw FileError(file, line_of(k["end_us"]), key + ".kernels.end_us",
+                        fmt::format("a kernel must end after it starts (start_us {}, end_us {})", start, end));
+      for (const auto& prev : out.kernels)
+        if (prev.device == int(dev) && prev.kernel == name)
+          throw FileError(file, line_of(k), key + ".kernels",
+                          fmt::format("device {} kernel '{}' is listed twice (first at line {})", int(dev), name, prev.line));
+      out.kernels.push_back({int(dev), name, end - start, line_of(k)});
     }
   }
   if (!out.value_us && out.phases_us.empty()) throw FileError(file, line_of(m), key, "needs value_us or phases_us");
@@ -311,10 +322,15 @@ Scenario Scenario::load(const std::string& path) try {
   if (sc.hardware_path.empty())
     throw FileError(path, line_of(root["hardware"]), "hardware",
                     fmt::format("no hardware file '{}' (tried {})", hwp, fmt::join(tries, ", ")));
+  std::map<std::string, std::pair<int, std::string>> known_miss_lines;  // "case devN/kernel" -> (line, key)
   if (const YAML::Node kd = root["kernel_durations"]) {
     if (!kd.IsMap()) throw FileError(path, line_of(kd), "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
     check_keys(kd, {"tolerance_pct", "known_misses"}, path, "kernel_durations");
-    if (kd["tolerance_pct"]) sc.kernel_tolerance_pct = number(kd["tolerance_pct"], path, "kernel_durations.tolerance_pct");
+    if (kd["tolerance_pct"]) {
+      sc.kernel_tolerance_pct = number(kd["tolerance_pct"], path, "kernel_durations.tolerance_pct");
+      if (!(sc.kernel_tolerance_pct > 0))
+        throw FileError(path, line_of(kd["tolerance_pct"]), "kernel_durations.tolerance_pct", "must be > 0");
+    }
     if (const YAML::Node km = kd["known_misses"]) {
       if (!km.IsSequence())
         throw FileError(path, line_of(km), "kernel_durations.known_misses", "expected a list of {case, kernel, reason}");
@@ -324,8 +340,12 @@ Scenario Scenario::load(const std::string& path) try {
         if (!e.IsMap()) throw FileError(path, line_of(e), ekey, "expected {case, kernel, reason}");
         check_keys(e, {"case", "kernel", "reason"}, path, ekey);
         if (!e["case"] || !e["kernel"] || !e["reason"]) throw FileError(path, line_of(e), ekey, "each entry needs case, kernel and reason");
-        sc.kernel_known_misses[text(e["case"], path, ekey + ".case", "a case id") + " " +
-                               text(e["kernel"], path, ekey + ".kernel", "devN/KERNEL")] = reason_text(e["reason"], path, ekey + ".reason");
+        const std::string miss = text(e["case"], path, ekey + ".case", "a case id") + " " +
+                                 text(e["kernel"], path, ekey + ".kernel", "devN/KERNEL");
+        if (sc.kernel_known_misses.count(miss))
+          throw FileError(path, line_of(e), ekey, fmt::format("'{}' is listed twice", miss));
+        sc.kernel_known_misses[miss] = reason_text(e["reason"], path, ekey + ".reason");
+        known_miss_lines[miss] = {line_of(e), ekey};
       }
     }
   }
@@ -448,6 +468,19 @@ Scenario Scenario::load(const std::string& path) try {
     }
   }
   if (sc.model == "ttft" || root["layer_fits"]) check_layer_fits(sc, root["layer_fits"], key_line["layer_fits"]);
+  // A known miss names a measured kernel of one of the cases (a stale or mistyped entry could never fail).
+  for (const auto& [miss, where] : known_miss_lines) {
+    const std::string cid = miss.substr(0, miss.find(' ')), kernel = miss.substr(miss.find(' ') + 1);
+    const auto c = std::find_if(sc.cases.begin(), sc.cases.end(), [&](const Case& x) { return x.id == cid; });
+    if (c == sc.cases.end())
+      throw FileError(path, where.first, where.second + ".case", fmt::format("no case '{}' in this file", cid));
+    const bool listed = c->measured && std::any_of(c->measured->kernels.begin(), c->measured->kernels.end(), [&](const auto& k) {
+                          return fmt::format("dev{}/{}", k.device, k.kernel) == kernel;
+                        });
+    if (!listed)
+      throw FileError(path, where.first, where.second + ".kernel",
+                      fmt::format("case '{}' has no measured kernel '{}' (expected devN/KERNEL as in its measured.kernels)", cid, kernel));
+  }
   return sc;
 } catch (const YAML::Exception& e) {
   throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");
@@ -737,6 +770,16 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
         ph["error_pct"] = (d - m->second) / m->second * 100.0;
       }
     }
+    // A measured timeline (AFD): each kernel's measured duration beside the predicted one, at any T
+    // (only T >= kKernelDurationMinTokens is judged, by kernel_durations).
+    if (c.measured)
+      for (const auto& k : c.measured->kernels)
+        for (auto& ph : out["phases"])
+          if (ph["name"].get<std::string>() == fmt::format("dev{}/{}", k.device, k.kernel)) {
+            const double d = ph["end_us"].get<double>() - ph["start_us"].get<double>();
+            ph["measured_us"] = k.duration_us;
+            ph["error_pct"] = (d - k.duration_us) / k.duration_us * 100.0;
+          }
     cases.push_back(std::move(out));
   }
   if (!opt.only.empty() && cases.empty())
@@ -979,12 +1022,28 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
       const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
       const auto ph = std::find_if(r["phases"].begin(), r["phases"].end(),
                                    [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });
-      if (ph == r["phases"].end()) continue;  // a kernel the model does not run on that device
+      if (ph == r["phases"].end()) {
+        // A measured kernel the model does not run on that device (a mistyped name, a device beyond
+        // the case's ranks, a kernel of the other path) would otherwise never be compared.
+        std::vector<std::string> runs;
+        for (const auto& p : r["phases"]) runs.push_back(p["name"].get<std::string>());
+        throw FileError(sc.path, k.line, fmt::format("cases[{}].measured.kernels", c.id),
+                        fmt::format("the model runs no '{}' in this case; it runs {}", kernel, fmt::join(runs, ", ")));
+      }
       out.push_back({c.id, kernel, k.duration_us, (*ph)["end_us"].get<double>() - (*ph)["start_us"].get<double>()});
     }
   }
   return out;
 }
+
+namespace {
+/// Median of a sorted, non-empty vector (the mean of the two middle values for an even count, as the
+/// scenario summary's median).
+double sorted_median(const std::vector<double>& v) {
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
 
 nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   const double tol = sc.kernel_tolerance_pct;
@@ -1007,7 +1066,7 @@ nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   if (errs.empty()) return nullptr;
   std::sort(errs.begin(), errs.end());
   nlohmann::json out = {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
-                        {"median_abs_error_pct", errs[errs.size() / 2]}, {"max_abs_error_pct", errs.back()},
+                        {"median_abs_error_pct", sorted_median(errs)}, {"max_abs_error_pct", errs.back()},
                         {"misses", misses}, {"new_misses", new_misses}, {"known_now_within", now_within}};
   // The timelines below kKernelDurationMinTokens are not judged, but their errors are reported so
   // that nobody reads a T = 1 kernel split off the trace without knowing how well it is predicted.
@@ -1016,7 +1075,7 @@ nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   out["below_min_tokens"] = nullptr;
   if (!small.empty()) {
     std::sort(small.begin(), small.end());
-    out["below_min_tokens"] = {{"total", small.size()}, {"median_abs_error_pct", small[small.size() / 2]},
+    out["below_min_tokens"] = {{"total", small.size()}, {"median_abs_error_pct", sorted_median(small)},
                                {"max_abs_error_pct", small.back()},
                                {"outside_tolerance", std::count_if(small.begin(), small.end(), [&](double e) { return e > tol; })}};
   }

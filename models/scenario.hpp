@@ -35,6 +35,7 @@ struct Measured {
     int device = 0;
     std::string kernel;
     double duration_us = 0;
+    int line = 0;  ///< line of the entry in the scenario file
   };
   std::vector<KernelSpan> kernels;
 };

@@ -178,8 +178,11 @@ nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, si
   if (c.rotate_channels) on.push_back("rotate_channels"), base.rotate_channels = false;
   if (!on.empty()) {
     const double without = simulate_afd(hw, base, nullptr).exchange_us, with = out["predicted_us"].get<double>();
-    out["whatif"] = {{"switches", on}, {"without_us", without}, {"change_us", with - without},
-                     {"change_pct", (with - without) / without * 100.0}};
+    // A switch with no effect reports 0 (the two runs order their events differently and can differ
+    // by rounding, 1e-13 us, which printed as -0.0).
+    const double change = std::fabs(with - without) < 1e-9 ? 0.0 : with - without;
+    out["whatif"] = {{"switches", on}, {"without_us", without}, {"change_us", change},
+                     {"change_pct", change / without * 100.0}};
   }
   return out;
 }

@@ -168,7 +168,9 @@ TEST(AfdNicOps, InlineFinishOnlyConvertsEmptyChannels) {
       const long expect_inline = T == 1 ? 191 : 0;
       EXPECT_EQ(r.nics[f].atomics_in - ri.nics[f].atomics_in, expect_inline) << "T=" << T;
     }
-    if (T == 1000) EXPECT_NEAR(ri.exchange_us, r.exchange_us, 1e-9);
+    if (T == 1000) {
+      EXPECT_NEAR(ri.exchange_us, r.exchange_us, 1e-9);
+    }
   }
 }
 

@@ -463,3 +463,46 @@ TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
   EXPECT_NE(csv.find(",\"dev0=2/3/4/5/6;dev4=8/8/0/4/0\",82.250,,\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",,,21.500,\"held out\"\n"), std::string::npos) << csv;
 }
+
+// Measured kernel timelines: an entry that could never be compared, or that would be compared wrongly,
+// is an error naming its line (each was accepted: a mistyped kernel or a device beyond the ranks was
+// dropped, end < start gave a negative duration, a known miss naming nothing could never fail).
+TEST(ScenarioAfd, MeasuredKernelEntriesAndKnownMissesAreChecked) {
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\n";
+  const std::string kcase =  // lines 4-6 (+ the kernel_durations block before it, when given)
+      "cases:\n  - id: a\n    params: {attention_ranks: 2, ffn_ranks: 2, tokens: 128}\n";
+  auto with_kernels = [&](const std::string& kernels, const std::string& before = "") {
+    return head + before + kcase + "    measured:\n      period_us: 30\n      source: x\n      kernels:\n" + kernels;
+  };
+  // Lines: 1-3 head, 4-6 case, 7 measured, 8 period, 9 source, 10 kernels, 11.. entries.
+  expect_file_error(with_kernels("        - {device: 1.5, kernel: combine_impl, start_us: 1, end_us: 2}\n"),
+                    "expected a device index", 11);
+  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 3, end_us: 2}\n"),
+                    "a kernel must end after it starts", 11);
+  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n"
+                                 "        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 3}\n"),
+                    "listed twice (first at line 11)", 12);
+  const std::string kd = "kernel_durations:\n  known_misses:\n    - {case: b, kernel: dev0/combine_impl, reason: r}\n";
+  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd), "no case 'b'", 6);
+  const std::string kd2 = "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/combine_imp, reason: r}\n";
+  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd2),
+                    "has no measured kernel 'dev0/combine_imp'", 6);
+  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n",
+                                 "kernel_durations: {tolerance_pct: -3}\n"),
+                    "'kernel_durations.tolerance_pct': must be > 0", 4);
+  // A kernel the model does not run on that device: named when the case is compared.
+  for (const std::string bad : {"{device: 7, kernel: combine_impl, start_us: 1, end_us: 2}",
+                                "{device: 0, kernel: dispatch_implx, start_us: 1, end_us: 2}"}) {
+    const std::string p = write_tmp("kern.yaml", with_kernels("        - " + bad + "\n"));
+    const auto sc = models::Scenario::load(p);
+    try {
+      (void)models::kernel_durations(sc, models::run_scenario(sc, models::load_scenario_hardware(sc)));
+      ADD_FAILURE() << "compared a kernel the model does not run: " << bad;
+    } catch (const hw::FileError& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find(":11:"), std::string::npos) << w;
+      EXPECT_NE(w.find("the model runs no"), std::string::npos) << w;
+      EXPECT_NE(w.find("dev0/combine_impl"), std::string::npos) << w;  // what it does run
+    }
+  }
+}
