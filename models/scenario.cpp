@@ -508,6 +508,9 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
       throw std::invalid_argument(fmt::format("unknown gemm_ar parameter '{}' (accepted: {})", k, fmt::join(known, ", ")));
     try {
       const YAML::Node v = it->second;
+      // A quoted number or flag ("16384", 'true') is text in YAML; yaml-cpp would convert it.
+      static const std::set<std::string> text_keys{"mode", "quant", "tile_order", "gather_dtype", "gather_transport", "publish"};
+      if (!text_keys.count(k) && v.IsScalar() && v.Tag() == "!") throw YAML::TypedBadConversion<int>(v.Mark());
       if (k == "mode") c.mode = v.as<std::string>();
       else if (k == "m") c.m = v.as<int64_t>();
       else if (k == "n") c.n = v.as<int64_t>();
@@ -529,7 +532,7 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
     } catch (const YAML::Exception&) {
       static const std::set<std::string> names{"mode", "quant", "tile_order", "gather_dtype", "gather_transport", "publish"};
       static const std::set<std::string> flags{"fuse_quantize", "fuse_reduce_push", "window_in_host_memory", "sdma_moves_nothing"};
-      const char* expected = names.count(k) ? "a name" : flags.count(k) ? "true or false" : "a whole number";
+      const char* expected = names.count(k) ? "a name" : flags.count(k) ? "true or false, unquoted" : "a whole number, unquoted";
       throw std::invalid_argument(
           fmt::format("parameter '{}': value '{}' has the wrong type (expected {})", k, hw::yaml_text(it->second), expected));
     }

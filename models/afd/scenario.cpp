@@ -26,10 +26,14 @@ namespace {
   throw std::invalid_argument(fmt::format("afd case: '{}' must be {}, got '{}'", k, expected, hw::yaml_text(v)));
 }
 
+/// A quoted scalar ("256", 'true') is text in YAML: refused where a number or a boolean is expected,
+/// as any other wrong type is (yaml-cpp would convert it).
+bool quoted(const YAML::Node& v) { return v.IsScalar() && v.Tag() == "!"; }
+
 int as_int(const YAML::Node& v, const std::string& k) {
   long long x = 0;
   try {
-    if (!v.IsScalar()) wrong_type(k, "an integer", v);
+    if (!v.IsScalar() || quoted(v)) wrong_type(k, "an integer (unquoted)", v);
     x = v.as<long long>();
   } catch (const YAML::Exception&) {
     wrong_type(k, "an integer", v);
@@ -41,7 +45,7 @@ int as_int(const YAML::Node& v, const std::string& k) {
 
 bool as_bool(const YAML::Node& v, const std::string& k) {
   try {
-    if (v.IsScalar()) return v.as<bool>();
+    if (v.IsScalar() && !quoted(v)) return v.as<bool>();
   } catch (const YAML::Exception&) {
   }
   wrong_type(k, "true or false", v);

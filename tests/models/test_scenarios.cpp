@@ -506,3 +506,27 @@ TEST(ScenarioAfd, MeasuredKernelEntriesAndKnownMissesAreChecked) {
     }
   }
 }
+
+// A quoted number or flag is text in YAML and is refused where a number or a flag is expected
+// (yaml-cpp converted "256" and "yes"), naming the key; unquoted values still run.
+TEST(ScenarioLoader, QuotedNumbersAndFlagsAreRefused) {
+  auto run_error = [&](const std::string& text) -> std::string {
+    const std::string p = write_tmp("quoted.yaml", text);
+    try {
+      const auto sc = models::Scenario::load(p);
+      (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string afd = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n    params: ";
+  EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: \"256\"}\n").find("'tokens' must be an integer (unquoted)"), std::string::npos);
+  EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: 'true'}\n").find("'rotate_channels' must be true or false"),
+            std::string::npos);
+  EXPECT_EQ(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: true}\n"), "");
+  const std::string ga = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: ";
+  EXPECT_NE(run_error(ga + "{mode: fused-sdma, m: \"16384\", n: 7168, k: 2048}\n").find("'m': value '16384' has the wrong type (expected a whole number, unquoted)"),
+            std::string::npos);
+  EXPECT_EQ(run_error(ga + "{mode: \"fused-sdma\", m: 16384, n: 7168, k: 2048}\n"), "");
+}
