@@ -214,7 +214,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
                   "lines), benchmark logs (*.log: RESULT_JSON lines among noise), seed-004 style JSON documents")
       ->required()->check(CLI::ExistingFile);
   fit->add_option("--plot", a->plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
-  fit->add_option("--max-evaluations", a->max_evaluations, "cap on model evaluations per fit (Levenberg-Marquardt)");
+  fit->add_option("--max-evaluations", a->max_evaluations, "cap on the Levenberg-Marquardt function evaluations per fit (Eigen's maxfev); the numerical Jacobian's evaluations (one per free parameter per step) are not capped by it but are counted in the printed total");
   fit->add_option("--holdout", a->holdout,
                   "held-out points: PARAM=VALUE (e.g. m=8192), table=NAME, kfold=K (all K folds), kfold=K/I, none");
   fit->add_option("--out", a->out, "write the calibrated hardware YAML here");
