@@ -43,4 +43,21 @@ std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric
 PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts, const std::vector<double>& predicted_us,
                        const std::vector<bool>& held_out, const PlotOptions& opt);
 
+/// One bar of a timeline plot: a kernel on one row (e.g. "dev0 measured"), from start_us to end_us.
+struct TimelineBar {
+  std::string row, kernel;
+  double start_us = 0, end_us = 0;
+};
+
+/**
+ * A Gantt chart of one exchange: each row in `rows` order (top to bottom) with its kernels as bars
+ * coloured by kernel name (legend), e.g. measured and predicted rows per device so that a kernel's
+ * shift or stretch is seen at once. Files: DIR/NAME.timeline.csv (row, kernel, start_us, end_us,
+ * duration_us), .gp, .png, .svg; gnuplot missing or failing: the CSV is still written and the
+ * report says so. Errors: std::runtime_error when a file cannot be written.
+ */
+PlotReport write_timeline_plot(const std::string& dir, const std::string& name, const std::string& title,
+                               const std::vector<std::string>& rows, const std::vector<TimelineBar>& bars,
+                               const std::string& gnuplot = "gnuplot");
+
 }  // namespace fusesim::calibrate

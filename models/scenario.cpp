@@ -139,7 +139,7 @@ Measured parse_measured_one(const YAML::Node& m, const std::string& file, const 
         if (prev.device == int(dev) && prev.kernel == name)
           throw FileError(file, line_of(k), key + ".kernels",
                           fmt::format("device {} kernel '{}' is listed twice (first at line {})", int(dev), name, prev.line));
-      out.kernels.push_back({int(dev), name, end - start, line_of(k)});
+      out.kernels.push_back({int(dev), name, end - start, line_of(k), start, end});
     }
   }
   if (!out.value_us && out.phases_us.empty()) throw FileError(file, line_of(m), key, "needs value_us or phases_us");

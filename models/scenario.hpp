@@ -36,6 +36,7 @@ struct Measured {
     std::string kernel;
     double duration_us = 0;
     int line = 0;  ///< line of the entry in the scenario file
+    double start_us = 0, end_us = 0;  ///< on the timeline's clock (duration_us = end_us - start_us)
   };
   std::vector<KernelSpan> kernels;
 };

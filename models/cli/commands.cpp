@@ -344,7 +344,39 @@ void register_all(CLI::App& app) {
             po.dir = *check_plot;
             po.prefix = sc.name + "__";
             po.measured_label = "measured";
-            const auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
+            auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
+            // A measured timeline (AFD) also gets a Gantt chart per case: per device, the measured
+            // kernels above the predicted ones.
+            for (const auto& r : res["cases"]) {
+              const auto c = std::find_if(sc.cases.begin(), sc.cases.end(), [&](const auto& x) { return x.id == r["id"].get<std::string>(); });
+              if (c == sc.cases.end() || !c->measured || c->measured->kernels.empty()) continue;
+              std::vector<std::string> rows;
+              std::vector<calibrate::TimelineBar> bars;
+              std::map<int, std::string> roles;
+              for (const auto& ph : r["phases"]) {
+                const std::string n = ph["name"].get<std::string>();
+                const int dev = std::stoi(n.substr(3, n.find('/') - 3));
+                roles[dev] = ph.value("role", std::string());
+              }
+              for (const auto& k : c->measured->kernels) roles.emplace(k.device, "");
+              for (const auto& [dev, role] : roles) {
+                const std::string head = fmt::format("dev{}{}", dev, role.empty() ? "" : " " + role);
+                rows.push_back(head + " measured");
+                rows.push_back(head + " predicted");
+                for (const auto& k : c->measured->kernels)
+                  if (k.device == dev) bars.push_back({head + " measured", k.kernel, k.start_us, k.end_us});
+                for (const auto& ph : r["phases"]) {
+                  const std::string n = ph["name"].get<std::string>();
+                  if (n.rfind(fmt::format("dev{}/", dev), 0) == 0)
+                    bars.push_back({head + " predicted", n.substr(n.find('/') + 1), ph["start_us"].get<double>(), ph["end_us"].get<double>()});
+                }
+              }
+              const auto t = calibrate::write_timeline_plot(*check_plot, sc.name + "__" + c->id,
+                                                            fmt::format("{} {}: measured vs predicted kernels", sc.name, c->id), rows, bars);
+              rep.csv_files.insert(rep.csv_files.end(), t.csv_files.begin(), t.csv_files.end());
+              rep.image_files.insert(rep.image_files.end(), t.image_files.begin(), t.image_files.end());
+              for (const auto& m : t.messages) rep.messages.push_back(m);
+            }
             for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
             fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
           }
