@@ -242,6 +242,8 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
           const bool logx = lo > 0 && hi / lo >= 4;
           std::vector<FitPoint> trial;
           std::vector<double> xsv;
+          int skipped = 0;
+          std::string first_skip;
           for (int j = 0; j < opt.dense_points; ++j) {
             const double t = double(j) / (opt.dense_points - 1);
             double v = logx ? lo * std::pow(hi / lo, t) : lo + (hi - lo) * t;
@@ -259,10 +261,15 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
               dense << v << " " << y << "\n";
               curve_csv << fmt::format("{},{},{},{:.4f}\n", csv_quote(ser), x, v, y);
               ++nd;
-            } catch (const std::exception&) {
-              // a trial the model refuses (e.g. an invalid combination): no point there
+            } catch (const std::exception& e) {
+              // A trial the model refuses (an invalid combination, a shape a measured table lacks):
+              // no point there, and the report says how many were skipped and why.
+              if (skipped++ == 0) first_skip = e.what();
             }
           }
+          if (skipped)
+            rep.messages.push_back(fmt::format("{}: {} of {} curve points of series '{}' skipped (the model refused them; the "
+                                               "first: {})", table, skipped, xsv.size(), ser, first_skip));
         }
       }
       const std::string title = ser == "model" ? "" : ser;

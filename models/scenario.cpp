@@ -620,6 +620,10 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       }
       if (!k.empty()) std::tie(line, where) = param_location(c, k);
       throw FileError(sc.path, line, where, what);
+    } catch (const std::out_of_range& e) {
+      // A lookup the hardware file cannot serve for this case (e.g. a GEMM shape its measured table
+      // lacks): named at the case, with the table's own message.
+      throw FileError(sc.path, c.line, "cases[" + c.id + "]", std::string("cannot run this case: ") + e.what());
     }
   };
   auto selected = [&](const Case& c) { return opt.only.empty() || c.id.find(opt.only) != std::string::npos; };

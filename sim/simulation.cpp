@@ -70,7 +70,16 @@ void Simulation::step() {
       continue;
     }
     ++events_;
-    it.fn();
+    try {
+      it.fn();
+    } catch (...) {
+      // Keep the exception out of the SystemC kernel: drop the agenda (the process goes dormant and
+      // sc_start returns), and let run() rethrow it.
+      error_ = std::current_exception();
+      agenda_ = decltype(agenda_)();
+      cancelled_.clear();
+      return;
+    }
   }
   // Drop cancelled items at the head so we never wake up for nothing.
   while (!agenda_.empty()) {
@@ -96,6 +105,7 @@ Seconds Simulation::run() {
   impl_->proc = sc_core::sc_spawn([this] { step(); }, sc_core::sc_gen_unique_name("fusesim_sim"),
                                   &opts);
   sc_core::sc_start();
+  if (error_) std::rethrow_exception(error_);
   return now();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -33,7 +34,11 @@ struct Timer {
  * Only one Simulation may run at a time (SystemC has one kernel per process); run() is not
  * re-entrant. Not thread-safe.
  *
- * Errors: std::logic_error if a callback is scheduled in the past, or run() is called twice.
+ * Errors: std::logic_error if a callback is scheduled in the past, or run() is called twice. An
+ * exception thrown by a callback stops this run (the rest of its agenda is dropped) and is rethrown
+ * by run() after the SystemC kernel has returned, so it never reaches the kernel: a later Simulation
+ * runs normally (an exception inside a SystemC process put the kernel in an error state, and every
+ * later run failed with E548 "attempt to restart simulation after error").
  */
 class Simulation {
  public:
@@ -83,6 +88,7 @@ class Simulation {
   double t0_ps_ = 0;  // sc_time_stamp() at construction, in ps
   bool ran_ = false;
   TraceSink* trace_ = nullptr;
+  std::exception_ptr error_;  // a callback's exception, rethrown by run()
 };
 
 }  // namespace fusesim::sim

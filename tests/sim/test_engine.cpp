@@ -1,6 +1,8 @@
 // Engine unit tests: every expected value is derived by hand in the comment above its assertion.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <set>
 
 #include <cmath>
@@ -37,6 +39,29 @@ TEST(Simulation, ManyRunsBackToBackStartAtZero) {
     sim.run();
     EXPECT_NEAR(seen, 3e-6, 1e-12);
   }
+}
+
+// A callback that throws ends its run with that exception, and the next simulation runs normally
+// (the exception used to reach the SystemC kernel, and every later run failed with E548).
+TEST(Simulation, ACallbackExceptionIsRethrownAndTheNextRunWorks) {
+  {
+    Simulation sim;
+    bool later_ran = false;
+    sim.after(1e-6, [] { throw std::out_of_range("table 'gemm' has no row"); });
+    sim.after(2e-6, [&] { later_ran = true; });
+    try {
+      sim.run();
+      ADD_FAILURE() << "run() returned after a callback threw";
+    } catch (const std::out_of_range& e) {
+      EXPECT_STREQ(e.what(), "table 'gemm' has no row");
+    }
+    EXPECT_FALSE(later_ran);
+  }
+  Simulation sim;
+  double seen = -1;
+  sim.after(5e-6, [&] { seen = sim.now(); });
+  sim.run();
+  EXPECT_NEAR(seen, 5e-6, 1e-12);
 }
 
 TEST(FlowNetwork, SingleFlowTakesBytesOverCapacity) {
