@@ -153,6 +153,13 @@ BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused_in, int64
     left.push_back(m - step + 1);
     right.push_back(m);
   }
+  // A max_m inside a step: that step's part up to max_m is searched too (it was left out, so a
+  // claim "wins up to max_m" could rest on M it never evaluated).
+  const int64_t covered = right.empty() ? 0 : right.back();
+  if (max_m > covered) {
+    left.push_back(covered + 1);
+    right.push_back(max_m);
+  }
   std::vector<std::pair<bool, bool>> win_left, win_right;
   for (size_t i = 0; i < left.size(); ++i) {
     win_left.push_back(eval(left[i]));
@@ -160,18 +167,21 @@ BreakEven break_even(const hw::Hardware& hw, const GemmArConfig& fused_in, int64
   }
   auto search = [&](bool second) -> int64_t {
     auto pick = [&](const std::pair<bool, bool>& w) { return second ? w.second : w.first; };
-    // First step from which the fused path wins at the start of every step (hence everywhere).
-    int first = -1;
-    for (int i = int(left.size()) - 1; i >= 0; --i) {
+    // First step from which the fused path wins at the start of every step (hence everywhere);
+    // size() when it loses at the start of the last one.
+    const int n = int(left.size());
+    if (n == 0) return -1;
+    int first = n;
+    for (int i = n - 1; i >= 0; --i) {
       if (!pick(win_left[i])) break;
       first = i;
     }
-    if (first < 0) return -1;
     if (first == 0) return left[0];
     // In the step before, the fused time is constant and the other grows with M: bisect for the
-    // smallest M there from which it wins (if it wins at the step's end at all).
+    // smallest M there from which it wins (if it wins at the step's end at all). For the last step
+    // that is the only way to win: it wins from there to max_m, its end.
     const int prev = first - 1;
-    if (!pick(win_right[prev])) return left[first];
+    if (!pick(win_right[prev])) return first < n ? left[first] : -1;
     int64_t lo = left[prev], hi = right[prev];  // lo loses, hi wins
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;

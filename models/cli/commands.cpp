@@ -212,7 +212,7 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
     tidy();
     return hi;
   };
-  nlohmann::json out{{"hardware", hw.name()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size}, {"wire", o.wire},
+  nlohmann::json out{{"hardware", hw.name()}, {"hardware_file", hw.path()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size}, {"wire", o.wire},
                      {"quant", c.quant}, {"max_m", o.max_m}, {"padding_step", smallest}};
   auto put = [&](const std::string& name, int64_t m) {
     out[name] = m;
@@ -536,7 +536,7 @@ void register_all(CLI::App& app) {
       return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
                          "world_size x BLOCK_M = {})", m, max_m, smallest);
     };
-    fmt::print("{} N={} K={} ws={} wire={} ({})\n", hw.name(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
+    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw.name(), hw.path(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
                out["world_size"].get<int>(), be->wire, out["quant"].get<std::string>());
     fmt::print("  fused beats split-sdma from      {}\n", show(out["m_vs_split"].get<int64_t>()));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(out["m_vs_rccl"].get<int64_t>()));

@@ -419,7 +419,8 @@ TEST(CliBreakeven, DefaultHardwareIsFoundFromAnyFolder) {
   const auto r = run_cli({"breakeven", "-n", "4096", "--max-m", "8192"});
   fs::current_path(here);
   EXPECT_EQ(r.code, 0) << r.error;
-  EXPECT_TRUE(has(r.out, "mi355x-8gpu N=4096")) << r.out;
+  EXPECT_TRUE(has(r.out, "mi355x-8gpu (")) << r.out;
+  EXPECT_TRUE(has(r.out, "hw/mi355x-8gpu.yaml) N=4096")) << r.out;  // the file it used, found in the checkout
   const auto bad = run_cli({"breakeven", "--hw", "/no/such/hw.yaml"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_TRUE(has(bad.error, "--hw: '/no/such/hw.yaml' is not a file")) << bad.error;

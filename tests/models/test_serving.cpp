@@ -294,3 +294,29 @@ TEST(BreakEven, FusedWinsFromSomeMAndAtTheServingThresholds) {
     }
   EXPECT_TRUE(checked);
 }
+
+// Whatever --max-m is (a padding step's end or not), the threshold holds over the whole searched
+// range and the range reaches max_m: with max_m 2048, 3072, 4096 the fused path wins late in the last
+// step (it was reported as "no M"); with 13000 the part of a step past 12288 was never evaluated.
+TEST(BreakEven, TheThresholdHoldsUpToAnyMaxM) {
+  const auto hw = models::load_hardware(FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml");
+  const models::GemmArConfig c;
+  for (const int64_t max_m : {2048, 3072, 4096, 13000}) {
+    const auto r = models::break_even(hw, c, max_m);
+    bool reaches = false;
+    for (const auto& p : r.curve) {
+      const int64_t m = p["m"].get<int64_t>();
+      EXPECT_LE(m, max_m);
+      reaches = reaches || m == max_m;
+      if (r.m_vs_rccl > 0 && m >= r.m_vs_rccl)
+        EXPECT_LT(p["fused_us"].get<double>(), p["rccl_us"].get<double>()) << "max_m " << max_m << " M " << m;
+    }
+    EXPECT_TRUE(reaches) << "max_m " << max_m;
+    if (max_m <= 4096) {
+      ASSERT_GT(r.m_vs_rccl, 0) << "max_m " << max_m;
+      // Exact: one row below it the RCCL baseline is at least as fast.
+      const auto below = models::break_even_point(hw, c, r.m_vs_rccl - 1);
+      EXPECT_GE(below["fused_us"].get<double>(), below["rccl_us"].get<double>()) << "max_m " << max_m;
+    }
+  }
+}
