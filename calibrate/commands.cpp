@@ -253,6 +253,22 @@ void register_calibrate_commands(CLI::App& calibrate) {
         if (c == ',') { if (!k.empty()) opt.free_keys.push_back(k); k.clear(); }
         else if (c != ' ') k += c;
       }
+      // Each key once, and only values the file marks `kind: fitted`: refitting a spec, measured,
+      // library or derived value would overwrite its provenance with a fit (and one no point may
+      // depend on).
+      for (size_t i = 0; i < opt.free_keys.size(); ++i) {
+        const std::string& key = opt.free_keys[i];
+        if (std::find(opt.free_keys.begin(), opt.free_keys.begin() + long(i), key) != opt.free_keys.begin() + long(i))
+          throw std::invalid_argument(fmt::format("--free: '{}' is listed twice", key));
+        const auto& vals = hw.values();
+        const auto v = vals.find(key);
+        if (v == vals.end())
+          throw std::invalid_argument(fmt::format("--free: '{}' is not a value of {} (`fusesim params {}` lists them)", key, a->hw, a->hw));
+        if (v->second.kind != hw::Provenance::Fitted)
+          throw std::invalid_argument(fmt::format("--free: '{}' is kind: {} in {} (source: {}); only kind: fitted values are fitted, "
+                                                  "so that a fit never overwrites a spec or measured value's provenance",
+                                                  key, hw::provenance_name(v->second.kind), a->hw, v->second.source));
+      }
     }
     const std::string date = a->date.empty() ? today_utc() : a->date;
     const std::string commit = a->commit.empty() ? git_head() : a->commit;
