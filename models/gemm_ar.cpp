@@ -185,16 +185,19 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
   if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
   if (hw.has("gpu.hbm_capacity")) {
     // The window plus the GEMM's operands must fit in one GPU's HBM.
-    const double win = window_bytes(c), a = double(padded_m(c)) * c.k, b = double(c.n) * c.k;
+    // The RCCL baseline has no window but all-reduces the GEMM's bf16 output, M x N, in place.
+    const double win = c.mode == "rccl" ? double(c.m) * c.n * kBf16 : window_bytes(c), a = double(padded_m(c)) * c.k,
+                 b = double(c.n) * c.k;
     const double need = win + a + b;
     if (need > hw.get("gpu.hbm_capacity")) {
       // Name the dimension behind the largest term: the window grows with M and N, A (fp8) with M
       // and K, B (fp8) with N and K.
       const char* key = win >= a && win >= b ? (c.m >= c.n ? "m" : "n") : a >= b ? (c.m >= c.k ? "m" : "k") : (c.n >= c.k ? "n" : "k");
       constexpr double GiB = 1073741824.0;
-      bad(key, fmt::format("M={}, N={}, K={} need {:.1f} GiB of HBM per GPU (symmetric window {:.1f}, A {:.1f}, B {:.1f} GiB) "
+      bad(key, fmt::format("M={}, N={}, K={} need {:.1f} GiB of HBM per GPU ({} {:.1f}, A {:.1f}, B {:.1f} GiB) "
                            "but '{}' has {:.1f} GiB",
-                           c.m, c.n, c.k, need / GiB, win / GiB, a / GiB, b / GiB, hw.name(), hw.get("gpu.hbm_capacity") / GiB));
+                           c.m, c.n, c.k, need / GiB, c.mode == "rccl" ? "the all-reduced output" : "symmetric window", win / GiB,
+                           a / GiB, b / GiB, hw.name(), hw.get("gpu.hbm_capacity") / GiB));
     }
   }
   const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);

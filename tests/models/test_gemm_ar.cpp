@@ -84,6 +84,10 @@ TEST(GemmArValidate, RejectsImpossibleShapesAndCombinations) {
   EXPECT_EQ(key_of(c), "n");
   c = cfg("fused-sdma", int64_t(1) << 26);  // the window and A grow with M
   EXPECT_EQ(key_of(c), "m");
+  // The RCCL baseline has no window, but its all-reduced bf16 output (M x N) must fit too: M = 1e8
+  // at N = 7168 needs 1.3 TiB (it ran and predicted 14.6 s).
+  c = cfg("rccl", 100000000);
+  EXPECT_EQ(key_of(c), "m");
   // M that is not a multiple of ws * BLOCK_M is padded, not refused.
   c = cfg("fused-sdma", 1000);
   EXPECT_NO_THROW(models::validate(c, mi355x()));
