@@ -380,6 +380,13 @@ void register_calibrate_commands(CLI::App& calibrate) {
                          {"parameters", r.params.size()}, {"not_identified", nlohmann::json::array()}};
     for (const auto& p : r.params)
       if (!p.identified) report["summary"]["not_identified"].push_back(p.key);
+    // k-fold: the final fit holds nothing out; the held-out figures of the summary are the folds'
+    // (every total held out once), as `kfold` gives them.
+    if (report.contains("kfold")) {
+      report["summary"]["median_abs_holdout_pct"] = report["kfold"]["median_abs_holdout_pct"];
+      report["summary"]["max_abs_holdout_pct"] = report["kfold"]["max_abs_holdout_pct"];
+      report["summary"]["holdout_from"] = "kfold";
+    }
     report["lm"] = {{"status", r.lm_info}, {"name", calibrate::lm_status_name(r.lm_info)},
                     {"meaning", calibrate::lm_status_meaning(r.lm_info)}, {"evaluations", r.evaluations}};
     report["warnings"] = few_points ? nlohmann::json::array({*few_points}) : nlohmann::json::array();

@@ -10,6 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "hw/io.hpp"
 #include "models/params.hpp"
 #include "test_util.hpp"
@@ -220,6 +224,13 @@ TEST(FitArgs, BadNumbersAndDatesAreRefusedNamingTheOption) {
   std::string out;
   EXPECT_EQ(run_in(d, kFitBase + " --max-evaluations 1 --holdout kfold=2/1 --prior-weight 0 --phase-weight 0 --date 2028-02-29", &out), 0)
       << out;
+  // A k-fold run's report gives the folds' held-out figures in its summary (they were null there).
+  EXPECT_EQ(run_in(d, kFitBase + " --max-evaluations 1 --holdout kfold=2 --report kf.json", &out), 0) << out;
+  std::ifstream in(d + "/kf.json");
+  const auto rep = nlohmann::json::parse(in);
+  EXPECT_EQ(rep["summary"]["holdout_from"], "kfold");
+  EXPECT_EQ(rep["summary"]["median_abs_holdout_pct"], rep["kfold"]["median_abs_holdout_pct"]);
+  EXPECT_FALSE(rep["summary"]["median_abs_holdout_pct"].is_null());
 }
 
 // ---- fusesim trace analyze --------------------------------------------------------------------
