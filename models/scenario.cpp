@@ -549,12 +549,17 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
   nlohmann::json params = to_json(c);
   params["m_padded"] = padded_m(c);              // the kernel pads M to world_size x BLOCK_M
   params["chunks_effective"] = effective_chunks(c);  // largest divisor of the bands per destination <= chunks
-  return {{"params", params},
-          {"predicted_us", r.total_us},
-          {"phases", phases},
-          {"window_MiB", r.window_bytes / (1024.0 * 1024.0)},
-          {"wire_rel_l2", r.wire_rel_l2},
-          {"per_rank_us", r.per_rank_us}};
+  nlohmann::json out{{"params", params},
+                     {"predicted_us", r.total_us},
+                     {"phases", phases},
+                     {"window_MiB", r.window_bytes / (1024.0 * 1024.0)},
+                     {"wire_rel_l2", r.wire_rel_l2},
+                     {"per_rank_us", r.per_rank_us}};
+  // What ran differs from what was asked: said on the case's line, not only in the JSON params.
+  if (effective_chunks(c) != c.chunks)
+    out["note"] = fmt::format("chunks {} runs as {} (the largest divisor of the {} row bands per destination that is <= {}, as mori does)",
+                              c.chunks, effective_chunks(c), padded_m(c) / c.world_size / block_m(c.quant), c.chunks);
+  return out;
 }
 
 nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const RunOptions& opt) {
