@@ -104,6 +104,10 @@ void register_trace_commands(CLI::App& app) {
       if (opt.fuse_gemm_ar) {
         if (hw->empty()) throw std::invalid_argument("--fuse-gemm-ar needs --hw FILE (the hardware the fused model predicts for)");
         opt.gemm_ar_predictor = trace::default_gemm_ar_predictor(*hw);
+        // What default_gemm_ar_predictor (models/cli/trace_predictor.cpp) runs: said with the result.
+        opt.gemm_ar_model = fmt::format(
+            "gemm_ar mode fused-sdma, bf16 wire, quant blockscale, chunks 8, on the hardware file {} at the trace's M, N, K "
+            "and world size (the trace's own GPUs are not checked against that hardware)", *hw);
       }
       auto table = load_table(*w);
       auto files = trace::read_trace(w->path);

@@ -379,6 +379,7 @@ nlohmann::json to_json(const WhatIfReport& r) {
   changes["comm_stream"] = r.options.comm_stream;
   changes["comm_consumer_after"] = r.options.comm_consumer_after;
   changes["fuse_gemm_ar"] = r.options.fuse_gemm_ar;
+  if (r.options.fuse_gemm_ar) changes["gemm_ar_model"] = r.options.gemm_ar_model;
   changes["scale_collective"] = nlohmann::json::array();
   for (const auto& s : r.options.scale) changes["scale_collective"].push_back({{"pattern", s.pattern}, {"factor", s.factor}});
   changes["comm_kernels_moved"] = r.changes.comm_moved;
@@ -417,7 +418,9 @@ std::string to_table(const WhatIfReport& r) {
   for (const auto& s : r.options.scale) what.push_back(fmt::format("'{}' x {}", s.pattern, s.factor));
   if (!r.options.scale.empty()) what.push_back(fmt::format("({} events rescaled)", r.changes.scaled));
   if (r.options.fuse_gemm_ar)
-    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape)", r.changes.fused, r.changes.fuse_skipped_no_shape));
+    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape; each pair's time is the fused "
+                               "model's: {})", r.changes.fused, r.changes.fuse_skipped_no_shape,
+                               r.options.gemm_ar_model.empty() ? std::string("predictor not described") : r.options.gemm_ar_model));
   fmt::format_to(out, "change: {}\n", what.empty() ? std::string("none") : fmt::format("{}", fmt::join(what, "; ")));
   fmt::format_to(out, "   {:<20} {:<8} {:>14} {:>14} {:>14} {:>10}\n", "window", "phase", "measured_us", "replay_us", "whatif_us", "saving");
   for (const auto& w : r.windows) {

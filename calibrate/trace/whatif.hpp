@@ -49,6 +49,9 @@ struct WhatIfOptions {
   bool fuse_gemm_ar = false;      ///< replace GEMM + following all-reduce by the predictor's time
   std::string allreduce_regex = "all_?reduce|cross_device_reduce|allreduce";
   GemmArPredictor gemm_ar_predictor;  ///< required when fuse_gemm_ar
+  /// What the predictor assumes (hardware file, mode, wire, quant), printed with the result so that
+  /// a fused time is never read without its source.
+  std::string gemm_ar_model;
   int world_size = 0;                 ///< 0: from the trace (distributedInfo or rank count)
 };
 
