@@ -129,7 +129,9 @@ std::vector<double> predict(const hw::Hardware& hw, const std::vector<FitPoint>&
         it = cache.emplace(key, runner->second(hw, pt.params, nullptr)).first;
       } catch (const std::exception& e) {
         // Name the measurement, so a file that mixes hardware (seed 004: NVLink and InfiniBand) says which.
-        throw std::invalid_argument(fmt::format("point {} ({}) on {}: {}", pt.id, pt.source, hw.name(), e.what()));
+        throw std::invalid_argument(fmt::format("{}point {} ({}) on {}: {}",
+                                                pt.file.empty() ? "" : fmt::format("{}:{}: ", pt.file, pt.line), pt.id,
+                                                pt.source, hw.name(), e.what()));
       }
     }
     const auto& res = it->second;

@@ -28,6 +28,8 @@ struct FitPoint {
   /// The total compared (phase empty): "" = the runner's predicted_us; "period_us" = its
   /// extra.period_us (an AFD timeline's exchange period).
   std::string metric;
+  std::string file;  ///< the measurement file and line it came from (for error messages; may be empty)
+  int line = 0;
 };
 
 /// Collect every measured total (weight 1) and phase (weight phase_weight) of the scenario files.

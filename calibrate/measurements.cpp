@@ -115,6 +115,24 @@ std::string canonical_params(const YAML::Node& params) {
 // ---------------------------------------------------------------------------------------------
 // RESULT_JSON (the benchmark) and failure records (calibrate mori)
 
+namespace {
+/// Levenshtein distance (insertions, deletions, substitutions), for "did you mean" checks.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return d[b.size()];
+}
+}  // namespace
+
 Record record_from_result_json(const json& obj, const std::string& file, int line) {
   if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
   Record r;
@@ -158,8 +176,16 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   static const std::set<std::string> consumed{"world_size", "m", "n", "k", "chunks", "gather_bands", "sdma_queues", "pull_blocks",
                                               "mode", "quant", "gather_dtype", "gather_transport", "publish", "fuse_quantize",
                                               "fuse_reduce_push", "max_rank_time_us", "table", "id", "source"};
-  for (auto it = obj.begin(); it != obj.end(); ++it)
-    if (!consumed.count(it.key())) r.extra[it.key()] = it.value();
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (consumed.count(it.key())) continue;
+    // Other fields are kept as metadata (the benchmark prints many); one that is a near-miss of a
+    // parameter's name is a typo that would silently fit the point at that parameter's default.
+    for (const auto& p : consumed)
+      if (p.size() >= 4 && p != "table" && p != "source" && edit_distance(it.key(), p) <= 2)
+        throw FileError(file, line, it.key(), fmt::format("is not a gemm_ar field; did you mean '{}'? (a misspelled parameter "
+                                                          "would leave the point at that parameter's default)", p));
+    r.extra[it.key()] = it.value();
+  }
   r.table = obj.contains("table") && obj["table"].is_string() ? obj["table"].get<std::string>() : stem_of(file);
   r.id = obj.contains("id") && obj["id"].is_string() ? obj["id"].get<std::string>() : fmt::format("{}:{}", base_of(file), line);
   r.source = obj.contains("source") && obj["source"].is_string() ? obj["source"].get<std::string>() : fmt::format("{}:{}", file, line);
@@ -340,7 +366,10 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
     const json obj = parse_json_at(t, file, line);
     if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object");
     if (obj.contains("probe")) out.records.push_back(record_from_probe(obj, file, line));
-    else if (obj.contains("max_rank_time_us") || obj.contains("failure")) out.records.push_back(record_from_result_json(obj, file, line));
+    // A gemm_ar record without its time (it names a mode) is rejected with that reason, as the README
+    // says, rather than called a layout nobody knows.
+    else if (obj.contains("max_rank_time_us") || obj.contains("failure") || obj.contains("mode"))
+      out.records.push_back(record_from_result_json(obj, file, line));
     else if (obj.contains("tokens") && (obj.contains("afd") || obj.contains("masked"))) {
       for (auto& r : records_from_afd_line(obj, ctx, table, file, line)) out.records.push_back(std::move(r));
     } else {
@@ -700,7 +729,7 @@ std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const st
     }
     const std::string src = r.source.empty() ? fmt::format("{}:{}", r.file, r.line) : r.source;
     out.push_back(FitPoint{id, r.model, r.table, r.params, r.phase, r.value, r.weight, src,
-                           r.phase.empty() && r.quantity == "period_us" ? "period_us" : ""});
+                           r.phase.empty() && r.quantity == "period_us" ? "period_us" : "", r.file, r.line});
   }
   return out;
 }

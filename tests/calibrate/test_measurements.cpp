@@ -90,7 +90,7 @@ TEST(ResultJson, JsonlNoiseLineIsSkippedWithWarningAndBadJsonIsAnError) {
   ASSERT_EQ(r.records.size(), 1u);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("t.jsonl:1"), std::string::npos);
-  std::istringstream bad("{\"mode\": \"fused-sdma\"}\n{\"mode\": \n");
+  std::istringstream bad("{\"foo\": 1}\n{\"mode\": \n");
   try {
     parse_jsonl_stream(bad, "t.jsonl");
     FAIL() << "expected an error";
@@ -98,6 +98,11 @@ TEST(ResultJson, JsonlNoiseLineIsSkippedWithWarningAndBadJsonIsAnError) {
     // line 1 is an object of no known layout: the first error
     EXPECT_NE(std::string(e.what()).find("t.jsonl:1"), std::string::npos) << e.what();
   }
+  // A gemm_ar record (it names a mode) without its time is rejected with that reason, not an error.
+  std::istringstream notime("{\"mode\": \"fused-sdma\"}\n");
+  const auto nt = parse_jsonl_stream(notime, "t.jsonl");
+  ASSERT_EQ(nt.records.size(), 1u);
+  EXPECT_TRUE(nt.records[0].rejected);
   std::istringstream bad2("{\"mode\": \n");
   EXPECT_THROW(parse_jsonl_stream(bad2, "t.jsonl"), hw::FileError);
 }
@@ -350,6 +355,34 @@ TEST(Afd, Seed004SetupLineGivesTheExpertsPerSplit) {
     const int a = x.params["attention_ranks"].as<int>();
     EXPECT_EQ(x.params["experts"].as<int>(), a == 1 ? 96 : 128) << x.id;
   }
+}
+}  // namespace
+}  // namespace fusesim::calibrate
+
+namespace fusesim::calibrate {
+namespace {
+// A RESULT_JSON-style line: a field one or two letters off a parameter's name is a typo and an error
+// naming it (it was kept as metadata and the point fitted at the parameter's default); a record with
+// a mode but no time is rejected with that reason (it was called a layout nobody knows).
+TEST(ResultJson, AMisspelledParameterIsAnErrorAndAMissingTimeARejection) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = R"({"mode": "fused-sdma", "world_size": 8, "m": 16384, "n": 7168, "k": 2048, "gather_dtype": "fp8", "gather_transport": "lsa", )";
+  {
+    std::ofstream(dir + "typo.jsonl") << good << R"("pull_block": 24, "max_rank_time_us": 1000, "machine": "x"})" << "\n";
+    try {
+      parse_measurement_file(dir + "typo.jsonl", 0.5);
+      ADD_FAILURE() << "a misspelled parameter was accepted";
+    } catch (const hw::FileError& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("typo.jsonl:1"), std::string::npos) << w;
+      EXPECT_NE(w.find("did you mean 'pull_blocks'"), std::string::npos) << w;
+    }
+  }
+  std::ofstream(dir + "notime.jsonl") << good << R"("pull_blocks": 24, "machine": "x"})" << "\n";
+  const auto pr = parse_measurement_file(dir + "notime.jsonl", 0.5);
+  ASSERT_EQ(pr.records.size(), 1u);
+  EXPECT_TRUE(pr.records[0].rejected);
+  EXPECT_EQ(pr.records[0].reason, "no max_rank_time_us");
 }
 }  // namespace
 }  // namespace fusesim::calibrate
