@@ -969,7 +969,8 @@ std::string format_table(const nlohmann::json& r) {
 
 std::string format_csv(const nlohmann::json& r) {
   std::ostringstream o;
-  o << "id,predicted_us,measured_us,error_pct,params,phases,window_MiB,wire_rel_l2,nic_ops,whatif_without_us,layers,layers_row\n";
+  o << "id,predicted_us,measured_us,error_pct,params,phases,window_MiB,wire_rel_l2,nic_ops,whatif_without_us,layers,layers_row,"
+       "tolerance_pct,source\n";
   for (const auto& c : r["cases"]) {
     std::string ph;
     for (const auto& p : c["phases"])
@@ -987,7 +988,7 @@ std::string format_csv(const nlohmann::json& r) {
                            d["atomics_out"].get<int64_t>(), d["inline_writes_out"].get<int64_t>(),
                            d["payload_writes"].get<int64_t>(), d["polls"].get<int64_t>());
     const bool ttft = c.contains("saving_per_layer_forward_us") && c.contains("params") && c["params"].contains("layers");
-    o << fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
+    o << fmt::format("{},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
                      c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()),
                      quoted(c.contains("params") ? c["params"].dump() : "{}"), quoted(ph),
@@ -996,7 +997,9 @@ std::string format_csv(const nlohmann::json& r) {
                      nic.empty() ? "" : quoted(nic),
                      c.contains("whatif") ? fmt::format("{:.3f}", c["whatif"]["without_us"].get<double>()) : "",
                      ttft ? fmt::format("{:.3f}", c["params"]["layers"].get<double>()) : "",
-                     c.contains("layers_fit") ? quoted(c["layers_fit"]["row"].get<std::string>()) : "");
+                     c.contains("layers_fit") ? quoted(c["layers_fit"]["row"].get<std::string>()) : "",
+                     c.contains("tolerance_pct") && c["tolerance_pct"].is_number() ? fmt::format("{:g}", c["tolerance_pct"].get<double>()) : "",
+                     c.contains("source") && c["source"].is_string() ? quoted(c["source"].get<std::string>()) : "");
   }
   return o.str();
 }

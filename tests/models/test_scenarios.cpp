@@ -445,7 +445,7 @@ TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
                                         {"error_pct", nullptr}, {"params", {{"mode", "gemm-only"}}},
                                         {"phases", nlohmann::json::array()}}}}};
   const std::string csv = models::format_csv(r);
-  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
@@ -458,10 +458,13 @@ TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
                                {"extra", {{"nic_ops_per_round_trip", nic}}}, {"whatif", {{"without_us", 82.25}}}},
                               {{"id", "ttft"}, {"predicted_us", 1.0}, {"measured_us", 2.0}, {"error_pct", -50.0},
                                {"params", {{"layers", 21.5}}}, {"phases", nlohmann::json::array()},
-                               {"saving_per_layer_forward_us", 3.0}, {"layers_fit", {{"row", "held out"}}}}}}};
+                               {"saving_per_layer_forward_us", 3.0}, {"layers_fit", {{"row", "held out"}}},
+                               {"tolerance_pct", 1.5}, {"source", "seed \"001\""}}}}};
   const std::string csv = models::format_csv(r);
-  EXPECT_NE(csv.find(",\"dev0=2/3/4/5/6;dev4=8/8/0/4/0\",82.250,,\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",,,21.500,\"held out\"\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",\"dev0=2/3/4/5/6;dev4=8/8/0/4/0\",82.250,,,,\n"), std::string::npos) << csv;
+  // The measured value's tolerance and source close the row (RFC 4180 quoting).
+  EXPECT_NE(csv.find(",,,21.500,\"held out\",1.5,\"seed \"\"001\"\"\"\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("layers,layers_row,tolerance_pct,source\n"), std::string::npos) << csv;
 }
 
 // Measured kernel timelines: an entry that could never be compared, or that would be compared wrongly,
