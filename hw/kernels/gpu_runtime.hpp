@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 #include <cstdlib>
 
 #if !defined(FUSESIM_GPU_HIP) && !defined(FUSESIM_GPU_CUDA)
@@ -175,6 +176,11 @@ inline const char* fusesim_blas_status_string(cublasStatus_t s) { return cublasL
 [[noreturn]] inline void fusesim_gpu_fail(hipError_t err, const char* call, const char* file, int line) {
   std::fprintf(stderr, "fusesim: GPU call failed: %s at %s:%d: %s: %s\n", call, file, line,
                hipGetErrorName(err), hipGetErrorString(err));
+  // No device, or no driver (a machine without a GPU reports an "insufficient" driver): say so plainly.
+  const std::string name = hipGetErrorName(err);
+  if (name.find("NoDevice") != std::string::npos || name.find("InsufficientDriver") != std::string::npos)
+    std::fprintf(stderr, "fusesim: no usable GPU here (no device or no GPU driver): the probes run on a GPU node; "
+                         "see hw/kernels/README.md (on the lent H200s: hw/kernels/run_all_probes.sh through device)\n");
   std::fflush(stdout);
   std::exit(1);
 }

@@ -28,6 +28,11 @@ LOG=$OUT_DIR/run_log.txt
 say() { echo "[run_all_probes $(date -u +%H:%M:%S)] $*" | tee -a "$LOG"; }
 
 say "repo $REPO commit $COMMIT build $BUILD"
+# No GPU, no build: a machine without one would build the probes and leave empty result files.
+if ! nvidia-smi -L 2>/dev/null | grep -q "^GPU "; then
+  say "no GPU visible (nvidia-smi -L lists none): the probes run on a GPU node; nothing built or run"
+  exit 1
+fi
 {
   date -u; uname -a; nproc
   echo "--- tools"; command -v nvcc cmake g++ python3; nvcc --version | tail -2; cmake --version | head -1
