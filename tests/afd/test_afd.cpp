@@ -21,6 +21,12 @@ using namespace fusesim;
 using namespace fusesim::afd;
 
 namespace {
+/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
+/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
+inline std::string test_tmp(const std::string& name) {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
+}
 const std::string kRoot = FUSESIM_REPO_ROOT;
 const hw::ParamRegistry& reg() {
   static const hw::ParamRegistry r = afd_registry();
@@ -42,7 +48,7 @@ hw::Hardware edited_hw(const std::string& file, const std::string& from, const s
   const auto at = text.find(from);
   if (at == std::string::npos) throw std::logic_error("test: '" + from + "' is not in hw/" + file);
   text.replace(at, from.size(), to);
-  const std::string path = ::testing::TempDir() + "/edited-" + file;
+  const std::string path = test_tmp("edited-" + file);
   std::ofstream(path) << text;
   return hw::Hardware::load(path, reg());
 }

@@ -24,6 +24,12 @@ using namespace fusesim;
 namespace fs = std::filesystem;
 
 namespace {
+/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
+/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
+inline std::string test_tmp(const std::string& name) {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
+}
 const std::string kRoot = FUSESIM_SOURCE_DIR;
 
 std::string read_file(const std::string& p) {
@@ -284,7 +290,7 @@ std::string with_replaced(const std::string& text, const std::string& from, cons
 }
 
 std::string hw_error(const std::string& text) {
-  const std::string p = ::testing::TempDir() + "cli_hw_bad.yaml";
+  const std::string p = test_tmp("cli_hw_bad.yaml");
   std::ofstream(p) << text;
   try {
     models::load_hardware(p);

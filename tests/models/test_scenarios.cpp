@@ -17,10 +17,16 @@
 using namespace fusesim;
 
 namespace {
+/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
+/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
+inline std::string test_tmp(const std::string& name) {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
+}
 const std::string kRoot = FUSESIM_SOURCE_DIR;
 
 std::string write_tmp(const std::string& name, const std::string& text) {
-  const std::string p = ::testing::TempDir() + name;
+  const std::string p = test_tmp(name);
   std::ofstream(p) << text;
   return p;
 }

@@ -93,6 +93,12 @@ TEST(Ttft, MeasuredChangeIsTranslatedIntoTheLayerCountItWouldTake) {
 }
 
 namespace {
+/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
+/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
+inline std::string test_tmp(const std::string& name) {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
+}
 // The committed TTFT scenario with text edits (each {from, to, all?}), written to a temporary file
 // whose hardware path is absolute; run like `fusesim run`. Returns the result, or the error text.
 struct Edited {
@@ -116,7 +122,7 @@ Edited run_edited(const std::vector<Edit>& edits) {
   }
   const std::string hwkey = "hardware: hw/";
   t.replace(t.find(hwkey), hwkey.size(), "hardware: " FUSESIM_SOURCE_DIR "/hw/");
-  const std::string path = ::testing::TempDir() + "/ttft-fit.yaml";
+  const std::string path = test_tmp("ttft-fit.yaml");
   std::ofstream(path) << t;
   try {
     auto sc = models::Scenario::load(path);
