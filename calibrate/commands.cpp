@@ -24,6 +24,7 @@
 #include "calibrate/plot.hpp"
 #include "hw/io.hpp"
 #include "models/params.hpp"
+#include "models/scenario.hpp"
 
 namespace fusesim {
 namespace {
@@ -296,7 +297,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
                          {"max_abs_holdout_pct", or_null(r.max_abs_holdout_pct)}});
       }
       std::sort(held.begin(), held.end());
-      const double med = held.empty() ? 0 : (held.size() % 2 ? held[held.size() / 2] : 0.5 * (held[held.size() / 2 - 1] + held[held.size() / 2]));
+      const double med = held.empty() ? 0 : models::median(held);
       fmt::print("k-fold (k={}): {} held-out totals, median |error| {:.2f}%, max {:.2f}%\n", k, held.size(), med, held.empty() ? 0 : held.back());
       report["kfold"] = {{"k", k}, {"folds", folds}, {"median_abs_holdout_pct", held.empty() ? nlohmann::json() : nlohmann::json(med)},
                          {"max_abs_holdout_pct", held.empty() ? nlohmann::json() : nlohmann::json(held.back())}};

@@ -26,9 +26,7 @@ std::string table_of(const std::string& case_id) {
 double median_abs(std::vector<double> v) {
   if (v.empty()) return 0;
   for (auto& x : v) x = std::fabs(x);
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return models::median(std::move(v));
 }
 
 double max_abs(const std::vector<double>& v) {

@@ -661,7 +661,7 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
     for (const auto& k : models::judged_kernels(c)) {
       Record r = base;
       r.quantity = "kernel_dur_us";
-      r.phase = fmt::format("dev{}/{}", k.device, k.kernel);
+      r.phase = k.name();
       r.value = k.duration_us;
       r.weight = phase_weight;
       out.records.push_back(std::move(r));

@@ -322,7 +322,8 @@ Scenario Scenario::load(const std::string& path) try {
   if (sc.hardware_path.empty())
     throw FileError(path, line_of(root["hardware"]), "hardware",
                     fmt::format("no hardware file '{}' (tried {})", hwp, fmt::join(tries, ", ")));
-  std::map<std::string, std::pair<int, std::string>> known_miss_lines;  // "case devN/kernel" -> (line, key)
+  struct KnownMissAt { std::string case_id, kernel, key; int line; };
+  std::vector<KnownMissAt> known_miss_at;  // checked against the cases once they are read
   if (const YAML::Node kd = root["kernel_durations"]) {
     if (!kd.IsMap()) throw FileError(path, line_of(kd), "kernel_durations", "expected a mapping {tolerance_pct, known_misses}");
     check_keys(kd, {"tolerance_pct", "known_misses"}, path, "kernel_durations");
@@ -340,12 +341,12 @@ Scenario Scenario::load(const std::string& path) try {
         if (!e.IsMap()) throw FileError(path, line_of(e), ekey, "expected {case, kernel, reason}");
         check_keys(e, {"case", "kernel", "reason"}, path, ekey);
         if (!e["case"] || !e["kernel"] || !e["reason"]) throw FileError(path, line_of(e), ekey, "each entry needs case, kernel and reason");
-        const std::string miss = text(e["case"], path, ekey + ".case", "a case id") + " " +
-                                 text(e["kernel"], path, ekey + ".kernel", "devN/KERNEL");
+        const std::string cid = text(e["case"], path, ekey + ".case", "a case id"),
+                          kernel = text(e["kernel"], path, ekey + ".kernel", "devN/KERNEL"), miss = cid + " " + kernel;
         if (sc.kernel_known_misses.count(miss))
           throw FileError(path, line_of(e), ekey, fmt::format("'{}' is listed twice", miss));
         sc.kernel_known_misses[miss] = reason_text(e["reason"], path, ekey + ".reason");
-        known_miss_lines[miss] = {line_of(e), ekey};
+        known_miss_at.push_back({cid, kernel, ekey, line_of(e)});
       }
     }
   }
@@ -469,17 +470,16 @@ Scenario Scenario::load(const std::string& path) try {
   }
   if (sc.model == "ttft" || root["layer_fits"]) check_layer_fits(sc, root["layer_fits"], key_line["layer_fits"]);
   // A known miss names a measured kernel of one of the cases (a stale or mistyped entry could never fail).
-  for (const auto& [miss, where] : known_miss_lines) {
-    const std::string cid = miss.substr(0, miss.find(' ')), kernel = miss.substr(miss.find(' ') + 1);
-    const auto c = std::find_if(sc.cases.begin(), sc.cases.end(), [&](const Case& x) { return x.id == cid; });
+  for (const auto& m : known_miss_at) {
+    const auto c = std::find_if(sc.cases.begin(), sc.cases.end(), [&](const Case& x) { return x.id == m.case_id; });
     if (c == sc.cases.end())
-      throw FileError(path, where.first, where.second + ".case", fmt::format("no case '{}' in this file", cid));
-    const bool listed = c->measured && std::any_of(c->measured->kernels.begin(), c->measured->kernels.end(), [&](const auto& k) {
-                          return fmt::format("dev{}/{}", k.device, k.kernel) == kernel;
-                        });
+      throw FileError(path, m.line, m.key + ".case", fmt::format("no case '{}' in this file", m.case_id));
+    const bool listed = c->measured && std::any_of(c->measured->kernels.begin(), c->measured->kernels.end(),
+                                                   [&](const auto& k) { return k.name() == m.kernel; });
     if (!listed)
-      throw FileError(path, where.first, where.second + ".kernel",
-                      fmt::format("case '{}' has no measured kernel '{}' (expected devN/KERNEL as in its measured.kernels)", cid, kernel));
+      throw FileError(path, m.line, m.key + ".kernel",
+                      fmt::format("case '{}' has no measured kernel '{}' (expected devN/KERNEL as in its measured.kernels)",
+                                  m.case_id, m.kernel));
   }
   return sc;
 } catch (const YAML::Exception& e) {
@@ -787,7 +787,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     if (c.measured)
       for (const auto& k : c.measured->kernels)
         for (auto& ph : out["phases"])
-          if (ph["name"].get<std::string>() == fmt::format("dev{}/{}", k.device, k.kernel)) {
+          if (ph["name"].get<std::string>() == k.name()) {
             const double d = ph["end_us"].get<double>() - ph["start_us"].get<double>();
             ph["measured_us"] = k.duration_us;
             ph["error_pct"] = (d - k.duration_us) / k.duration_us * 100.0;
@@ -803,8 +803,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
     summary["median_abs_error_pct"] = nullptr;
     summary["max_abs_error_pct"] = nullptr;
   } else {
-    const size_t n = errs.size();
-    summary["median_abs_error_pct"] = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    summary["median_abs_error_pct"] = median(errs);
     summary["max_abs_error_pct"] = errs.back();
   }
   if (!sc.layer_fits.empty()) {
@@ -813,7 +812,7 @@ nlohmann::json run_scenario(const Scenario& sc, const hw::Hardware& hw, const Ru
       const size_t n = v.size();
       nlohmann::json h{{"compared", n}, {"median_abs_error_pct", nullptr}, {"max_abs_error_pct", nullptr}};
       if (n) {
-        h["median_abs_error_pct"] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+        h["median_abs_error_pct"] = median(v);
         h["max_abs_error_pct"] = v.back();
       }
       return h;
@@ -1013,11 +1012,12 @@ std::vector<ComparedPoint> compared_points(const nlohmann::json& res) {
   return out;
 }
 
-const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c) {
+const std::vector<Measured::KernelSpan>& kernels_at_tokens(const Case& c, int min_tokens, int max_tokens) {
   static const std::vector<Measured::KernelSpan> none;
   const YAML::Node t = c.params["tokens"];
-  if (!c.measured || !t || !t.IsScalar() || t.as<int>() < kKernelDurationMinTokens) return none;
-  return c.measured->kernels;
+  if (!c.measured || !t || !t.IsScalar()) return none;
+  const int tokens = t.as<int>();
+  return tokens < min_tokens || tokens > max_tokens ? none : c.measured->kernels;
 }
 
 std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nlohmann::json& res, int min_tokens,
@@ -1029,12 +1029,8 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
     const auto it = by_id.find(r["id"].get<std::string>());
     if (it == by_id.end()) continue;
     const Case& c = *it->second;
-    const YAML::Node t = c.params["tokens"];
-    if (!c.measured || !t || !t.IsScalar()) continue;
-    const int tokens = t.as<int>();
-    if (tokens < min_tokens || tokens > max_tokens) continue;
-    for (const auto& k : c.measured->kernels) {
-      const std::string kernel = fmt::format("dev{}/{}", k.device, k.kernel);
+    for (const auto& k : kernels_at_tokens(c, min_tokens, max_tokens)) {
+      const std::string kernel = k.name();
       const auto ph = std::find_if(r["phases"].begin(), r["phases"].end(),
                                    [&](const auto& p) { return p["name"].template get<std::string>() == kernel; });
       if (ph == r["phases"].end()) {
@@ -1051,14 +1047,12 @@ std::vector<ComparedPoint> kernel_duration_points(const Scenario& sc, const nloh
   return out;
 }
 
-namespace {
-/// Median of a sorted, non-empty vector (the mean of the two middle values for an even count, as the
-/// scenario summary's median).
-double sorted_median(const std::vector<double>& v) {
+double median(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median of no values");
+  std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-}  // namespace
 
 nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   const double tol = sc.kernel_tolerance_pct;
@@ -1081,7 +1075,7 @@ nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   if (errs.empty()) return nullptr;
   std::sort(errs.begin(), errs.end());
   nlohmann::json out = {{"total", errs.size()}, {"within", errs.size() - misses.size()}, {"tolerance_pct", tol},
-                        {"median_abs_error_pct", sorted_median(errs)}, {"max_abs_error_pct", errs.back()},
+                        {"median_abs_error_pct", median(errs)}, {"max_abs_error_pct", errs.back()},
                         {"misses", misses}, {"new_misses", new_misses}, {"known_now_within", now_within}};
   // The timelines below kKernelDurationMinTokens are not judged, but their errors are reported so
   // that nobody reads a T = 1 kernel split off the trace without knowing how well it is predicted.
@@ -1090,7 +1084,7 @@ nlohmann::json kernel_durations(const Scenario& sc, const nlohmann::json& res) {
   out["below_min_tokens"] = nullptr;
   if (!small.empty()) {
     std::sort(small.begin(), small.end());
-    out["below_min_tokens"] = {{"total", small.size()}, {"median_abs_error_pct", sorted_median(small)},
+    out["below_min_tokens"] = {{"total", small.size()}, {"median_abs_error_pct", median(small)},
                                {"max_abs_error_pct", small.back()},
                                {"outside_tolerance", std::count_if(small.begin(), small.end(), [&](double e) { return e > tol; })}};
   }

@@ -37,6 +37,8 @@ struct Measured {
     double duration_us = 0;
     int line = 0;  ///< line of the entry in the scenario file
     double start_us = 0, end_us = 0;  ///< on the timeline's clock (duration_us = end_us - start_us)
+    /// "devN/KERNEL": the run's phase name for this kernel, and the key known misses use.
+    std::string name() const { return "dev" + std::to_string(device) + "/" + kernel; }
   };
   std::vector<KernelSpan> kernels;
 };
@@ -157,14 +159,23 @@ struct ComparedPoint {
 /// predicted_us}. Known misses are included (callers that exclude them read `known_miss`).
 std::vector<ComparedPoint> compared_points(const nlohmann::json& res);
 
+/// Median of `v` (any order; the mean of the two middle values for an even count), the one every
+/// error summary uses. Errors: std::invalid_argument when `v` is empty.
+double median(std::vector<double> v);
+
 /// Per-kernel durations are judged (and fitted) from this many tokens per Attention rank up (issue 6:
 /// "per-kernel durations within 15% at T >= 128"). Below, a kernel lasts a few us of fixed launch and
 /// signalling costs; fusesim_afd_fit adds those kernels only with --small-t-kernel-weight.
 inline constexpr int kKernelDurationMinTokens = 128;
 
+/// The measured kernel spans of `c` when its `tokens` lie in [min_tokens, max_tokens], else none.
+const std::vector<Measured::KernelSpan>& kernels_at_tokens(const Case& c, int min_tokens, int max_tokens);
+
 /// The measured kernel spans of `c` that are judged: its timeline's when the case runs
 /// T >= kKernelDurationMinTokens, else none.
-const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c);
+inline const std::vector<Measured::KernelSpan>& judged_kernels(const Case& c) {
+  return kernels_at_tokens(c, kKernelDurationMinTokens, std::numeric_limits<int>::max());
+}
 
 /// Per-kernel durations of the scenario's measured timelines (AFD `measured.kernels`) of the cases
 /// whose `tokens` lie in [min_tokens, max_tokens] (by default the judged ones, T >= 128), each against

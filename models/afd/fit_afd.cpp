@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
       for (const auto& p : pts) a.push_back(std::fabs(p.err_pct()));
       std::sort(a.begin(), a.end());
       const size_t over = size_t(std::count_if(a.begin(), a.end(), [](double e) { return e > 15.0; }));
-      const double med = a.size() % 2 ? a[a.size() / 2] : 0.5 * (a[a.size() / 2 - 1] + a[a.size() / 2]);
+      const double med = models::median(a);
       std::fprintf(stderr, "  kernel durations %s: %zu, median |err| %.2f%%, max %.2f%%, %zu outside 15%%\n", what,
                    a.size(), med, a.back(), over);
     };

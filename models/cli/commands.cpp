@@ -62,6 +62,49 @@ std::string kernel_duration_text(const nlohmann::json& kd, bool list) {
   return out;
 }
 
+/// A Gantt chart per case of `sc` with a measured AFD timeline (calibrate::write_timeline_plot into
+/// `dir`): per device, the measured kernels above the predicted ones (`res`: run_scenario's result).
+/// Files and messages are added to `rep`.
+void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res, const std::string& dir,
+                          calibrate::PlotReport& rep) {
+  std::map<std::string, const models::Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  for (const auto& r : res["cases"]) {
+    const auto it = by_id.find(r["id"].get<std::string>());
+    if (it == by_id.end() || !it->second->measured || it->second->measured->kernels.empty()) continue;
+    const auto& kernels = it->second->measured->kernels;
+    // Devices in order, each with its role, from the predicted phases ("devN/KERNEL").
+    std::map<int, std::string> roles;
+    std::vector<std::pair<int, const nlohmann::json*>> predicted;
+    for (const auto& ph : r["phases"]) {
+      const std::string n = ph["name"].get<std::string>();
+      const int dev = std::stoi(n.substr(3, n.find('/') - 3));
+      roles[dev] = ph.value("role", std::string());
+      predicted.push_back({dev, &ph});
+    }
+    for (const auto& k : kernels) roles.emplace(k.device, "");
+    std::vector<std::string> rows;
+    std::vector<calibrate::TimelineBar> bars;
+    for (const auto& [dev, role] : roles) {
+      const std::string head = fmt::format("dev{}{}", dev, role.empty() ? "" : " " + role);
+      rows.push_back(head + " measured");
+      rows.push_back(head + " predicted");
+      for (const auto& k : kernels)
+        if (k.device == dev) bars.push_back({head + " measured", k.kernel, k.start_us, k.end_us});
+      for (const auto& [d, ph] : predicted) {
+        if (d != dev) continue;
+        const std::string n = (*ph)["name"].get<std::string>();
+        bars.push_back({head + " predicted", n.substr(n.find('/') + 1), (*ph)["start_us"].get<double>(), (*ph)["end_us"].get<double>()});
+      }
+    }
+    const auto t = calibrate::write_timeline_plot(dir, sc.name + "__" + it->first,
+                                                  fmt::format("{} {}: measured vs predicted kernels", sc.name, it->first), rows, bars);
+    rep.csv_files.insert(rep.csv_files.end(), t.csv_files.begin(), t.csv_files.end());
+    rep.image_files.insert(rep.image_files.end(), t.image_files.begin(), t.image_files.end());
+    rep.messages.insert(rep.messages.end(), t.messages.begin(), t.messages.end());
+  }
+}
+
 /// True when `a` and `b` name one file (`F`, `./F`, `dir/../F`, a link to F); false when either
 /// does not exist.
 bool same_existing_file(const std::string& a, const std::string& b) {
@@ -337,55 +380,22 @@ void register_all(CLI::App& app) {
           if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
           kernel_bad += kbad;
         }
-        std::vector<calibrate::FitPoint> pts;
         if (!check_plot->empty()) {
           // The plots draw the points `calibrate fit` would read; a scenario it refuses (one with
           // fitted layer counts) is checked and simply not plotted.
+          std::vector<calibrate::FitPoint> pts;
           try {
             pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
           } catch (const std::exception& e) {
             fmt::print(stderr, "plot: {} not plotted: {}\n", path, e.what());
           }
-        }
-        if (!check_plot->empty()) {
           if (!pts.empty()) {
             calibrate::PlotOptions po;
             po.dir = *check_plot;
             po.prefix = sc.name + "__";
             po.measured_label = "measured";
             auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
-            // A measured timeline (AFD) also gets a Gantt chart per case: per device, the measured
-            // kernels above the predicted ones.
-            for (const auto& r : res["cases"]) {
-              const auto c = std::find_if(sc.cases.begin(), sc.cases.end(), [&](const auto& x) { return x.id == r["id"].get<std::string>(); });
-              if (c == sc.cases.end() || !c->measured || c->measured->kernels.empty()) continue;
-              std::vector<std::string> rows;
-              std::vector<calibrate::TimelineBar> bars;
-              std::map<int, std::string> roles;
-              for (const auto& ph : r["phases"]) {
-                const std::string n = ph["name"].get<std::string>();
-                const int dev = std::stoi(n.substr(3, n.find('/') - 3));
-                roles[dev] = ph.value("role", std::string());
-              }
-              for (const auto& k : c->measured->kernels) roles.emplace(k.device, "");
-              for (const auto& [dev, role] : roles) {
-                const std::string head = fmt::format("dev{}{}", dev, role.empty() ? "" : " " + role);
-                rows.push_back(head + " measured");
-                rows.push_back(head + " predicted");
-                for (const auto& k : c->measured->kernels)
-                  if (k.device == dev) bars.push_back({head + " measured", k.kernel, k.start_us, k.end_us});
-                for (const auto& ph : r["phases"]) {
-                  const std::string n = ph["name"].get<std::string>();
-                  if (n.rfind(fmt::format("dev{}/", dev), 0) == 0)
-                    bars.push_back({head + " predicted", n.substr(n.find('/') + 1), ph["start_us"].get<double>(), ph["end_us"].get<double>()});
-                }
-              }
-              const auto t = calibrate::write_timeline_plot(*check_plot, sc.name + "__" + c->id,
-                                                            fmt::format("{} {}: measured vs predicted kernels", sc.name, c->id), rows, bars);
-              rep.csv_files.insert(rep.csv_files.end(), t.csv_files.begin(), t.csv_files.end());
-              rep.image_files.insert(rep.image_files.end(), t.image_files.begin(), t.image_files.end());
-              for (const auto& m : t.messages) rep.messages.push_back(m);
-            }
+            write_timeline_plots(sc, res, *check_plot, rep);
             for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
             fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
           }
