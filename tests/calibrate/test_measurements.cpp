@@ -187,7 +187,9 @@ TEST(Afd, Seed004DocumentLayout) {
     EXPECT_EQ(x->params["attention_ranks"].as<int>(), 3);
     EXPECT_EQ(x->params["ffn_ranks"].as<int>(), 1);
     masked += x->params["path"].as<std::string>() == "masked";
-    if (x->extra["arm"] == "afd_c64") EXPECT_EQ(x->extra["env"]["AFDEP_SCRATCH_COMBINE_SMS"], "64");
+    if (x->extra["arm"] == "afd_c64") {
+      EXPECT_EQ(x->extra["env"]["AFDEP_SCRATCH_COMBINE_SMS"], "64");
+    }
   }
   EXPECT_EQ(masked, 2);
   // string array with headers
@@ -244,7 +246,9 @@ TEST(Seed000, JsonlAndScenarioDeduplicate) {
     (p.phase.empty() ? totals : phases)++;
     EXPECT_TRUE(ids.insert(p.id).second) << "duplicate id " << p.id;
     // every total now comes from the JSONL files
-    if (p.phase.empty()) EXPECT_EQ(p.id.find("mi355x-dsv4-pro-wo_b-tp8:"), std::string::npos) << p.id;
+    if (p.phase.empty()) {
+      EXPECT_EQ(p.id.find("mi355x-dsv4-pro-wo_b-tp8:"), std::string::npos) << p.id;
+    }
   }
   EXPECT_EQ(totals, 36u);
   EXPECT_EQ(phases, 16u);
@@ -262,7 +266,9 @@ TEST(Holdout, Rules) {
   const auto m8 = holdout_mask(pts, "m=8192");
   EXPECT_EQ(count(m8), 3);
   for (size_t i = 0; i < pts.size(); ++i)
-    if (m8[i]) EXPECT_EQ(pts[i].table, "headline");
+    if (m8[i]) {
+      EXPECT_EQ(pts[i].table, "headline");
+    }
   EXPECT_EQ(count(holdout_mask(pts, "table=pull-grid")), 6);
   EXPECT_EQ(count(holdout_mask(pts, "none")), 0);
   EXPECT_THROW(holdout_mask(pts, "m=123"), std::invalid_argument);

@@ -48,6 +48,18 @@ std::string read_file(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// Load, run and judge the kernel durations of the scenario `text` (written to this test's `name`):
+/// the message of the hw::FileError raised on the way, or "" when it all runs.
+std::string run_file_error(const std::string& name, const std::string& text) {
+  try {
+    const auto sc = models::Scenario::load(write_tmp(name, text));
+    (void)models::kernel_durations(sc, models::run_scenario(sc, models::load_scenario_hardware(sc)));
+  } catch (const hw::FileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A hardware file loaded against the builtin registry must fail with `needle` at `line`.
 void expect_hw_error(const std::string& text, const std::string& needle, int line) {
   const std::string p = write_tmp("bad-hw.yaml", text);
@@ -502,33 +514,17 @@ TEST(ScenarioAfd, MeasuredKernelEntriesAndKnownMissesAreChecked) {
   // A kernel the model does not run on that device: named when the case is compared.
   for (const std::string bad : {"{device: 7, kernel: combine_impl, start_us: 1, end_us: 2}",
                                 "{device: 0, kernel: dispatch_implx, start_us: 1, end_us: 2}"}) {
-    const std::string p = write_tmp("kern.yaml", with_kernels("        - " + bad + "\n"));
-    const auto sc = models::Scenario::load(p);
-    try {
-      (void)models::kernel_durations(sc, models::run_scenario(sc, models::load_scenario_hardware(sc)));
-      ADD_FAILURE() << "compared a kernel the model does not run: " << bad;
-    } catch (const hw::FileError& e) {
-      const std::string w = e.what();
-      EXPECT_NE(w.find(":11:"), std::string::npos) << w;
-      EXPECT_NE(w.find("the model runs no"), std::string::npos) << w;
-      EXPECT_NE(w.find("dev0/combine_impl"), std::string::npos) << w;  // what it does run
-    }
+    const std::string w = run_file_error("kern.yaml", with_kernels("        - " + bad + "\n"));
+    EXPECT_NE(w.find(":11:"), std::string::npos) << bad << ": " << (w.empty() ? "compared" : w);
+    EXPECT_NE(w.find("the model runs no"), std::string::npos) << w;
+    EXPECT_NE(w.find("dev0/combine_impl"), std::string::npos) << w;  // what it does run
   }
 }
 
 // A quoted number or flag is text in YAML and is refused where a number or a flag is expected
 // (yaml-cpp converted "256" and "yes"), naming the key; unquoted values still run.
 TEST(ScenarioLoader, QuotedNumbersAndFlagsAreRefused) {
-  auto run_error = [&](const std::string& text) -> std::string {
-    const std::string p = write_tmp("quoted.yaml", text);
-    try {
-      const auto sc = models::Scenario::load(p);
-      (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto run_error = [&](const std::string& text) { return run_file_error("quoted.yaml", text); };
   const std::string afd = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n    params: ";
   EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: \"256\"}\n").find("'tokens' must be an integer (unquoted)"), std::string::npos);
   EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: 'true'}\n").find("'rotate_channels' must be true or false"),

@@ -314,8 +314,9 @@ TEST(BreakEven, TheThresholdHoldsUpToAnyMaxM) {
       const int64_t m = p["m"].get<int64_t>();
       EXPECT_LE(m, max_m);
       reaches = reaches || m == max_m;
-      if (r.m_vs_rccl > 0 && m >= r.m_vs_rccl)
+      if (r.m_vs_rccl > 0 && m >= r.m_vs_rccl) {
         EXPECT_LT(p["fused_us"].get<double>(), p["rccl_us"].get<double>()) << "max_m " << max_m << " M " << m;
+      }
     }
     EXPECT_TRUE(reaches) << "max_m " << max_m;
     if (max_m <= 4096) {
