@@ -48,18 +48,54 @@ std::string git_head() {
 }
 
 
+/// `calibrate fit`'s arguments as parsed (defaults as the options declare them).
 struct FitArgs {
   std::string hw, out, holdout = "none", date, commit, report, free, plot;
   int max_evaluations = 4000;
   std::vector<std::string> measurements;
   double prior_weight = 0.01, phase_weight = 0.5;
+  // The method and the objective's terms (calibrate::FitOptions).
+  std::string method = "lm", residuals = "relative";
+  int iters = 400;
+  double hinge = 0, hinge_threshold = 0.10, kernel_weight = 0, kernel_hinge = 0, kernel_hinge_threshold = 0.13;
+  double small_t_kernel_weight = 0, median_cap = 0;
+  /// Which options were given (CLI11's count), for the refusals that depend on the method.
+  bool given_iters = false, given_max_evaluations = false, given_kernel_weight = false, given_kernel_hinge = false,
+       given_kernel_hinge_threshold = false, given_hinge_threshold = false;
+  bool nelder_mead() const { return method == "nelder-mead"; }
+  bool evaluate_only() const { return free == "none" || (nelder_mead() && iters == 0); }
 };
+
+/// CLI11 check: a finite number >= 0 (weights, hinges, thresholds; a negative weight would reward errors).
+const CLI::Validator kNonNegativeFinite(
+    [](std::string& v) -> std::string {
+      double x = 0;
+      try {
+        size_t used = 0;
+        x = std::stod(v, &used);
+        if (used != v.size()) return "expected a number, got '" + v + "'";
+      } catch (const std::exception&) {
+        return "expected a number, got '" + v + "'";
+      }
+      if (!std::isfinite(x) || x < 0) return "expected a finite number >= 0, got " + v;
+      return {};
+    },
+    "FINITE >= 0");
 
 /// A whole number written in full ("12"; not "", "12x", "+12", "1e3"); nullopt otherwise.
 std::optional<long> whole_number(const std::string& s) {
   if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
   return std::stol(s);
 }
+
+/// CLI11 check: a whole number of iterations, 0 to 1000000, written in full ("400"; not "1.5", "1e3").
+const CLI::Validator kIterations(
+    [](std::string& v) -> std::string {
+      const auto n = whole_number(v);
+      if (!n || *n > 1000000) return "expected a whole number from 0 to 1000000, got '" + v + "'";
+      return {};
+    },
+    "0..1000000");
 
 /// True for a real calendar date written YYYY-MM-DD.
 bool is_iso_date(const std::string& s) {
@@ -99,6 +135,152 @@ void validate_fit_args(const FitArgs& a) {
   if (!a.date.empty() && !is_iso_date(a.date))
     throw std::invalid_argument(fmt::format("--date '{}': expected a date written YYYY-MM-DD, e.g. 2026-11-29", a.date));
   parse_kfold(a.holdout);
+  // Each method's own stopping rule.
+  if (a.given_iters && !a.nelder_mead())
+    throw std::invalid_argument(fmt::format("--iters {}: Nelder-Mead's iteration count; --method lm stops at convergence or "
+                                            "--max-evaluations (add --method nelder-mead)", a.iters));
+  if (a.given_max_evaluations && a.nelder_mead())
+    throw std::invalid_argument(fmt::format("--max-evaluations {}: caps Levenberg-Marquardt; --method nelder-mead runs --iters "
+                                            "iterations", a.max_evaluations));
+  // A threshold without its hinge changes nothing: refused rather than ignored.
+  if (a.given_hinge_threshold && a.hinge == 0)
+    throw std::invalid_argument("--hinge-threshold: without --hinge H (H > 0) there is no hinge term for it to set");
+  if (a.given_kernel_hinge_threshold && a.kernel_hinge == 0)
+    throw std::invalid_argument("--kernel-hinge-threshold: without --kernel-hinge H (H > 0) there is no kernel hinge term for it to set");
+  if (a.evaluate_only() && !a.out.empty())
+    throw std::invalid_argument(fmt::format("--out {}: {} fits nothing (it evaluates the starting values), so there is no fitted "
+                                            "file to write", a.out, a.free == "none" ? "--free none" : "--iters 0"));
+}
+
+/// The objective and method of the parsed arguments (validate_fit_args first).
+calibrate::FitOptions fit_options(const FitArgs& a) {
+  calibrate::FitOptions o;
+  o.prior_weight = a.prior_weight;
+  o.max_evaluations = a.max_evaluations;
+  o.method = a.nelder_mead() ? calibrate::FitMethod::NelderMead : calibrate::FitMethod::LevenbergMarquardt;
+  o.iterations = a.iters;
+  o.residuals = a.residuals == "log" ? calibrate::ResidualForm::Log : calibrate::ResidualForm::Relative;
+  o.hinge = a.hinge;
+  o.hinge_threshold = a.hinge_threshold;
+  if (a.given_kernel_weight) o.kernel_weight = a.kernel_weight;
+  o.kernel_hinge = a.kernel_hinge;
+  o.kernel_hinge_threshold = a.kernel_hinge_threshold;
+  o.small_t_kernel_weight = a.small_t_kernel_weight;
+  o.median_cap = a.median_cap;
+  o.no_free_keys = a.free == "none";
+  return o;
+}
+
+/// What `calibrate fit` knows of one measurement file: its name in the per-file lines (a scenario's
+/// `scenario:` name, else the path), its model and the hardware file it names (scenarios only).
+struct MeasurementFile {
+  std::string path, name, model, hardware;
+};
+
+/// The measurement files as given, each scenario read by models::Scenario::load (its name, model and
+/// hardware); other files by path only. Errors: hw::FileError from the scenario loader.
+std::vector<MeasurementFile> measurement_files(const std::vector<std::string>& paths) {
+  std::vector<MeasurementFile> out;
+  for (const auto& p : paths) {
+    const std::string ext = std::filesystem::path(p).extension().string();
+    if (ext == ".yaml" || ext == ".yml") {
+      const auto sc = models::Scenario::load(p);
+      out.push_back({p, sc.name, sc.model, sc.hardware_path});
+    } else {
+      out.push_back({p, p, "", ""});
+    }
+  }
+  return out;
+}
+
+/// Refuse a kernel option (--kernel-weight, --kernel-hinge, --kernel-hinge-threshold,
+/// --small-t-kernel-weight) when no fitted point is of the kind it weights: it would change nothing.
+/// Errors: std::invalid_argument naming the option and the files' models.
+void check_kernel_options(const FitArgs& a, const std::vector<calibrate::FitPoint>& pts, const std::vector<MeasurementFile>& files) {
+  auto has = [&](calibrate::PointKind k) {
+    return std::any_of(pts.begin(), pts.end(), [&](const calibrate::FitPoint& p) { return p.kind == k; });
+  };
+  std::string models;
+  for (const auto& f : files)
+    models += fmt::format("{}{} (model {})", models.empty() ? "" : ", ", f.path, f.model.empty() ? "none: not a scenario" : f.model);
+  auto refuse = [&](const std::string& option, const char* what) {
+    throw std::invalid_argument(fmt::format("{}: the measurements have no {} to weight (the per-kernel durations of a measured AFD "
+                                            "timeline, `kernels:` in a model: afd scenario); measurement files: {}",
+                                            option, what, models));
+  };
+  const char* judged = "AFD timeline kernel duration at T >= 128";
+  if (a.given_kernel_weight && !has(calibrate::PointKind::KernelDuration)) refuse("--kernel-weight", judged);
+  if ((a.given_kernel_hinge || a.given_kernel_hinge_threshold) && !has(calibrate::PointKind::KernelDuration))
+    refuse(a.given_kernel_hinge ? "--kernel-hinge" : "--kernel-hinge-threshold", judged);
+  if (a.small_t_kernel_weight > 0 && !has(calibrate::PointKind::SmallTKernelDuration))
+    refuse("--small-t-kernel-weight", "AFD timeline kernel duration at T < 128");
+}
+
+/// Errors per measurement file at the fitted values, fitted and held-out points together, as
+/// fusesim_afd_fit printed them per scenario: "NAME: N points, median |err| X%, max Y%" over the
+/// totals, then per kind of kernel duration present "  kernel durations at T >= 128: N, median |err|
+/// X%, max Y%, K outside 15%" (and "at T < 128 (fitted with --small-t-kernel-weight)"), and "  phases:
+/// ..." when there are phases. Also returned as JSON: [{file, name, totals: {count, median_abs_pct,
+/// max_abs_pct}, kernel_durations?, small_t_kernel_durations?, phases?}].
+nlohmann::json print_files(const calibrate::FitResult& r, const std::vector<MeasurementFile>& files) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : files) {
+    std::vector<double> tot, ker, small, ph;
+    for (const auto& p : r.points) {
+      if (p.file != f.path) continue;
+      const double e = std::fabs(p.error_pct);
+      switch (p.kind) {
+        case calibrate::PointKind::Total: tot.push_back(e); break;
+        case calibrate::PointKind::Phase: ph.push_back(e); break;
+        case calibrate::PointKind::KernelDuration: ker.push_back(e); break;
+        case calibrate::PointKind::SmallTKernelDuration: small.push_back(e); break;
+      }
+    }
+    auto stats = [](const std::vector<double>& v) {
+      const double med = v.empty() ? 0.0 : models::median(v), mx = v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+      return std::make_pair(med, mx);
+    };
+    const auto [tm, tx] = stats(tot);
+    fmt::print("{}: {} points, median |err| {:.2f}%, max {:.2f}%\n", f.name, tot.size(), tm, tx);
+    nlohmann::json j{{"file", f.path}, {"name", f.name}, {"totals", {{"count", tot.size()}, {"median_abs_pct", tm}, {"max_abs_pct", tx}}}};
+    auto kernel_line = [&](const char* what, const char* key, const std::vector<double>& v) {
+      if (v.empty()) return;
+      const auto [m, x] = stats(v);
+      const auto over = std::count_if(v.begin(), v.end(), [](double e) { return e > 15.0; });
+      fmt::print("  kernel durations {}: {}, median |err| {:.2f}%, max {:.2f}%, {} outside 15%\n", what, v.size(), m, x, over);
+      j[key] = {{"count", v.size()}, {"median_abs_pct", m}, {"max_abs_pct", x}, {"outside_15_pct", over}};
+    };
+    kernel_line("at T >= 128", "kernel_durations", ker);
+    kernel_line("at T < 128 (fitted with --small-t-kernel-weight)", "small_t_kernel_durations", small);
+    if (!ph.empty()) {
+      const auto [m, x] = stats(ph);
+      fmt::print("  phases: {}, median |err| {:.2f}%, max {:.2f}%\n", ph.size(), m, x);
+      j["phases"] = {{"count", ph.size()}, {"median_abs_pct", m}, {"max_abs_pct", x}};
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+/// The objective's terms as one line: "objective 6.68449 = totals 0.13, hinge 0.5, ...", every term
+/// the options turn on (totals always).
+std::string objective_line(const calibrate::FitResult& r, const calibrate::FitOptions& o, bool has_phases, bool has_kernels) {
+  const auto& t = r.terms;
+  std::string s = fmt::format("objective {:.5f} = totals {:.5g}", r.objective, t.totals);
+  if (has_phases) s += fmt::format(", phases {:.5g}", t.phases);
+  if (has_kernels) s += fmt::format(", kernel durations {:.5g}", t.kernel_durations);
+  if (o.small_t_kernel_weight > 0) s += fmt::format(", kernel durations at T < 128 {:.5g}", t.small_t_kernel_durations);
+  if (o.hinge > 0) s += fmt::format(", hinge {:.5g}", t.hinge);
+  if (o.kernel_hinge > 0) s += fmt::format(", kernel hinge {:.5g}", t.kernel_hinge);
+  if (o.median_cap > 0) s += fmt::format(", median cap {:.5g}", t.median_cap);
+  return s + fmt::format(", prior {:.5g}", t.prior);
+}
+
+/// The objective's terms as the report's `objective.terms` object (every term, 0 where it is off).
+nlohmann::json terms_json(const calibrate::ObjectiveTerms& t) {
+  return {{"totals", t.totals}, {"phases", t.phases}, {"kernel_durations", t.kernel_durations},
+          {"small_t_kernel_durations", t.small_t_kernel_durations}, {"hinge", t.hinge}, {"kernel_hinge", t.kernel_hinge},
+          {"median_cap", t.median_cap}, {"prior", t.prior}};
 }
 
 /// Measured cases of the points (a case's total and its phases share the id up to '#'), which the
@@ -208,24 +390,62 @@ void register_calibrate_commands(CLI::App& calibrate) {
     probe->callback([out, commit, script] { run_probes(*out, commit->empty() ? git_head() : *commit, *script); });
   }
   auto a = std::make_shared<FitArgs>();
-  auto* fit = calibrate.add_subcommand("fit", "fit a hardware file's parameters to measured points; report fitted and held-out error");
+  auto* fit = calibrate.add_subcommand(
+      "fit", "fit a hardware file's parameters to measured points (Levenberg-Marquardt or Nelder-Mead on one objective); report "
+             "fitted and held-out error; write the fitted hardware file");
   fit->add_option("--hw", a->hw, "starting hardware YAML")->required()->check(CLI::ExistingFile);
   fit->add_option("--measurements", a->measurements,
                   "measurement files: scenario YAML (measured values), JSON lines (*.jsonl: RESULT_JSON records, probe or AFD "
                   "lines), benchmark logs (*.log: RESULT_JSON lines among noise), seed-004 style JSON documents")
       ->required()->check(CLI::ExistingFile);
+  fit->add_option("--method", a->method,
+                  "minimiser: lm (bounded Levenberg-Marquardt, default) or nelder-mead (on log-parameters inside the bounds; "
+                  "the AFD hardware files' fits)")
+      ->check(CLI::IsMember({"lm", "nelder-mead"}))->capture_default_str();
   fit->add_option("--plot", a->plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
-  fit->add_option("--max-evaluations", a->max_evaluations, "cap on the Levenberg-Marquardt function evaluations per fit (Eigen's maxfev); the numerical Jacobian's evaluations (one per free parameter per step) are not capped by it but are counted in the printed total");
+  auto* max_evals = fit->add_option("--max-evaluations", a->max_evaluations, "lm: cap on the Levenberg-Marquardt function evaluations per fit (Eigen's maxfev); the numerical Jacobian's evaluations (one per free parameter per step) are not capped by it but are counted in the printed total");
+  auto* iters = fit->add_option("--iters", a->iters, "nelder-mead: iterations (no other stop; default 400); 0 evaluates the start")
+                    ->check(kIterations);
   fit->add_option("--holdout", a->holdout,
                   "held-out points: PARAM=VALUE (e.g. m=8192), table=NAME, kfold=K (all K folds), kfold=K/I, none");
   fit->add_option("--out", a->out, "write the calibrated hardware YAML here");
   fit->add_option("--report", a->report, "write the fit report (params, residuals per point) as JSON here");
-  fit->add_option("--free", a->free, "comma-separated keys to fit (default: every value of kind fitted)");
+  fit->add_option("--free", a->free,
+                  "comma-separated keys to fit (default: every value of kind fitted); none: fit nothing, evaluate the start");
   fit->add_option("--prior-weight", a->prior_weight, "weight of the log(p/p0) prior residuals");
-  fit->add_option("--phase-weight", a->phase_weight, "weight of per-phase residuals relative to totals");
+  fit->add_option("--phase-weight", a->phase_weight, "weight of per-phase residuals relative to totals (and of kernel durations without --kernel-weight)");
+  fit->add_option("--residuals", a->residuals,
+                  "a point's error in its residual: relative ((pred - meas) / meas, default) or log (log(pred / meas))")
+      ->check(CLI::IsMember({"relative", "log"}))->capture_default_str();
+  fit->add_option("--hinge", a->hinge, "weight on a total's squared excess of |log error| over --hinge-threshold (0: off)")
+      ->check(kNonNegativeFinite);
+  auto* hinge_thr = fit->add_option("--hinge-threshold", a->hinge_threshold, "|log error| above which --hinge applies (default 0.1, about 10%)")
+                        ->check(kNonNegativeFinite);
+  auto* kw = fit->add_option("--kernel-weight", a->kernel_weight,
+                             "weight on the squared error of an AFD timeline's kernel duration at T >= 128 (default: weighted "
+                             "as a phase, --phase-weight on the error)")
+                 ->check(kNonNegativeFinite);
+  auto* kh = fit->add_option("--kernel-hinge", a->kernel_hinge,
+                             "the same as --hinge for those kernel durations, over --kernel-hinge-threshold (0: off)")
+                 ->check(kNonNegativeFinite);
+  auto* kh_thr = fit->add_option("--kernel-hinge-threshold", a->kernel_hinge_threshold, "|log error| above which --kernel-hinge applies (default 0.13)")
+                     ->check(kNonNegativeFinite);
+  fit->add_option("--small-t-kernel-weight", a->small_t_kernel_weight,
+                  "also fit the AFD timelines' kernel durations at T < 128 (not judged) with this weight on their squared "
+                  "error (0: off)")
+      ->check(kNonNegativeFinite);
+  fit->add_option("--median-cap", a->median_cap,
+                  "add 100 x n x (median - M)^2 for a measurement file whose n totals' median |error| exceeds M (e.g. 0.045; 0: off)")
+      ->check(kNonNegativeFinite);
   fit->add_option("--date", a->date, "date recorded in the output (default: today, UTC)");
   fit->add_option("--commit", a->commit, "commit recorded in the output (default: git HEAD)");
-  fit->callback([a] {
+  fit->callback([a, max_evals, iters, hinge_thr, kw, kh, kh_thr] {
+    a->given_iters = iters->count() > 0;
+    a->given_max_evaluations = max_evals->count() > 0;
+    a->given_hinge_threshold = hinge_thr->count() > 0;
+    a->given_kernel_weight = kw->count() > 0;
+    a->given_kernel_hinge = kh->count() > 0;
+    a->given_kernel_hinge_threshold = kh_thr->count() > 0;
     validate_fit_args(*a);
     // Refuse a bad destination (a folder, a missing folder, --out and --report the same file)
     // before the fit, and write both all-or-nothing after it.
@@ -237,6 +457,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     std::vector<calibrate::Record> rejected;
     std::vector<std::string> warnings;
     auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings);
+    for (auto& p : pts) p.kind = calibrate::kind_of(p);
     for (size_t i = 0; i < warnings.size() && i < 5; ++i) fmt::print(stderr, "warning: {}\n", warnings[i]);
     if (warnings.size() > 5) fmt::print(stderr, "warning: ... and {} more\n", warnings.size() - 5);
     for (const auto& r : rejected)
@@ -245,10 +466,27 @@ void register_calibrate_commands(CLI::App& calibrate) {
     if (const auto kf = parse_kfold(a->holdout); kf && size_t(kf->first) > measured_cases(pts))
       throw std::invalid_argument(fmt::format("--holdout {}: K must be from 2 to {}, the number of measured cases in the measurement "
                                               "files (a case's total and phases stay in one fold)", a->holdout, measured_cases(pts)));
-    calibrate::FitOptions opt;
-    opt.prior_weight = a->prior_weight;
-    opt.max_evaluations = a->max_evaluations;
-    if (!a->free.empty()) {
+    const auto mfiles = measurement_files(a->measurements);
+    // --small-t-kernel-weight: the scenarios' timeline kernels below T = 128 too (load_fit_points
+    // leaves them out; their totals and judged kernels are already in).
+    if (a->small_t_kernel_weight > 0) {
+      std::vector<std::string> scenarios;
+      for (const auto& f : mfiles)
+        if (!f.model.empty()) scenarios.push_back(f.path);
+      for (auto& p : calibrate::points_from_scenarios(scenarios, a->phase_weight, a->small_t_kernel_weight))
+        if (p.kind == calibrate::PointKind::SmallTKernelDuration) pts.push_back(std::move(p));
+    }
+    check_kernel_options(*a, pts, mfiles);
+    calibrate::FitOptions opt = fit_options(*a);
+    if (opt.method == calibrate::FitMethod::NelderMead)
+      for (const auto& f : mfiles) {
+        // Fitting a copy of the scenario's hardware file is fine; fitting another machine is not caught
+        // here, so say which file the scenario names (fusesim_afd_fit's note).
+        std::error_code ec;
+        if (!f.hardware.empty() && !std::filesystem::equivalent(f.hardware, a->hw, ec))
+          fmt::print(stderr, "note: {} names hardware {}; fitting {} in its place\n", f.path, f.hardware, a->hw);
+      }
+    if (!a->free.empty() && a->free != "none") {
       std::string k;
       for (char c : a->free + ",") {
         if (c == ',') { if (!k.empty()) opt.free_keys.push_back(k); k.clear(); }
@@ -313,16 +551,31 @@ void register_calibrate_commands(CLI::App& calibrate) {
     }
     const auto& r = final_fit;
     const auto counts = calibrate::fitted_point_counts(r);
-    fmt::print("fitted {} parameters on {}; {} evaluations; LM status {} ({}): {}\n", r.params.size(), calibrate::describe_points(counts),
-               r.evaluations, r.lm_info, calibrate::lm_status_name(r.lm_info), calibrate::lm_status_meaning(r.lm_info));
+    const bool nm = opt.method == calibrate::FitMethod::NelderMead;
+    if (r.evaluated_only)
+      fmt::print("evaluated {} at the starting values of {} parameters ({}); {} evaluations\n", calibrate::describe_points(counts),
+                 r.params.size(), a->free == "none" ? "--free none: no parameter is fitted" : "--iters 0: nothing is fitted",
+                 r.evaluations);
+    else if (nm)
+      fmt::print("fitted {} parameters on {}; Nelder-Mead, {} iterations; {} evaluations; objective {:.5f} at the start, {:.5f} "
+                 "fitted\n", r.params.size(), calibrate::describe_points(counts), r.iterations, r.evaluations, r.objective_start,
+                 r.objective);
+    else
+      fmt::print("fitted {} parameters on {}; {} evaluations; LM status {} ({}): {}\n", r.params.size(), calibrate::describe_points(counts),
+                 r.evaluations, r.lm_info, calibrate::lm_status_name(r.lm_info), calibrate::lm_status_meaning(r.lm_info));
+    // The objective's terms, where the options make it more than calibrate fit's default.
+    const bool show_objective = !calibrate::default_objective(opt) || r.evaluated_only;
+    const std::string objective = calibrate::default_objective(opt)
+                                      ? fmt::format("lm; relative residuals; prior weight {:g}", opt.prior_weight)
+                                      : calibrate::describe_objective(opt);
+    if (show_objective) fmt::print("{} ({})\n", objective_line(r, opt, counts.phases > 0, counts.kernel_durations > 0), objective);
     const auto few_points = calibrate::few_points_warning(r);
     if (few_points) fmt::print(stderr, "warning: {}\n", *few_points);
-    const std::optional<std::string> not_converged =
-        calibrate::lm_converged(r.lm_info)
-            ? std::nullopt
-            : std::optional<std::string>(fmt::format("the fit did not converge (LM status {}, {}): the values reported and "
-                                                     "written are where it stopped",
-                                                     r.lm_info, calibrate::lm_status_name(r.lm_info)));
+    std::optional<std::string> not_converged;
+    if (nm) not_converged = calibrate::nelder_mead_warning(r);
+    else if (!r.evaluated_only && !calibrate::lm_converged(r.lm_info))
+      not_converged = fmt::format("the fit did not converge (LM status {}, {}): the values reported and written are where it stopped",
+                                  r.lm_info, calibrate::lm_status_name(r.lm_info));
     if (not_converged) fmt::print(stderr, "warning: {}\n", *not_converged);
     fmt::print("  {:<32} {:>12} {:>12} {:>10}  {}\n", "parameter", "start", "fitted", "sigma", "unit");
     std::vector<std::string> unidentified;
@@ -363,6 +616,12 @@ void register_calibrate_commands(CLI::App& calibrate) {
       fmt::print("held-out points: median |error| {}, max {}\n", pct_or_na(r.median_abs_holdout_pct), pct_or_na(r.max_abs_holdout_pct));
       print_points(r, true);
     }
+    // Nelder-Mead (and an evaluation): the errors per measurement file, as fusesim_afd_fit printed them.
+    nlohmann::json per_file;
+    if (nm || r.evaluated_only) {
+      fmt::print("errors per measurement file (fitted and held-out points):\n");
+      per_file = print_files(r, mfiles);
+    }
     nlohmann::json params = nlohmann::json::array(), points = nlohmann::json::array();
     for (const auto& p : r.params)
       params.push_back({{"key", p.key}, {"start_si", p.start_si}, {"value_si", p.value_si},
@@ -388,8 +647,16 @@ void register_calibrate_commands(CLI::App& calibrate) {
       report["summary"]["max_abs_holdout_pct"] = report["kfold"]["max_abs_holdout_pct"];
       report["summary"]["holdout_from"] = "kfold";
     }
-    report["lm"] = {{"status", r.lm_info}, {"name", calibrate::lm_status_name(r.lm_info)},
-                    {"meaning", calibrate::lm_status_meaning(r.lm_info)}, {"evaluations", r.evaluations}};
+    if (nm)
+      report["nelder_mead"] = {{"iterations", r.iterations}, {"evaluations", r.evaluations}, {"simplex_spread", r.simplex_spread}};
+    else if (!r.evaluated_only)
+      report["lm"] = {{"status", r.lm_info}, {"name", calibrate::lm_status_name(r.lm_info)},
+                      {"meaning", calibrate::lm_status_meaning(r.lm_info)}, {"evaluations", r.evaluations}};
+    if (r.evaluated_only) report["evaluated_only"] = true;
+    if (show_objective)
+      report["objective"] = {{"method", calibrate::fit_method_name(opt.method)}, {"description", objective},
+                             {"start", r.objective_start}, {"value", r.objective}, {"terms", terms_json(r.terms)}};
+    if (!per_file.is_null()) report["files"] = per_file;
     report["warnings"] = few_points ? nlohmann::json::array({*few_points}) : nlohmann::json::array();
     if (not_converged) report["warnings"].push_back(*not_converged);
     std::vector<hw::OutputFile> files;
@@ -407,7 +674,8 @@ void register_calibrate_commands(CLI::App& calibrate) {
       }
       std::string fell_back;
       std::string text = calibrate::keep_input_layout(
-          input, rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit), hw, a->out), &fell_back);
+          input, rebase_table_files(calibrate::calibrated_yaml(r, sources, date, commit, calibrate::describe_objective(opt)), hw, a->out),
+          &fell_back);
       if (!fell_back.empty())
         fmt::print(stderr, "warning: --out {}: the starting file's layout is not kept ({}); written with sections and keys "
                            "sorted and the description on one line\n", a->out, fell_back);

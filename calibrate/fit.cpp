@@ -54,6 +54,7 @@ struct Map {
   }
 };
 
+/// The objective as Eigen's LM functor: z (bounded coordinates) -> the residual vector.
 struct Functor {
   using Scalar = double;
   enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
@@ -63,51 +64,195 @@ struct Functor {
 
   hw::Hardware* hw;
   const std::vector<FitPoint>* pts;
+  const Objective* obj;
   std::vector<std::string> keys;
   std::vector<Map> maps;
   std::vector<double> p0;
-  double prior_weight;
   int* evals;
 
   int inputs() const { return int(keys.size()); }
-  int values() const { return int(pts->size() + keys.size()); }
+  int values() const { return int(obj->size(keys.size())); }
 
   int operator()(const Eigen::VectorXd& z, Eigen::VectorXd& f) const {
+    std::vector<double> p(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) p[i] = maps[i].to_p(z[i]);
+    evaluate(p, f);
+    return 0;
+  }
+
+  /// The residuals at parameter values p (SI), which are set in *hw.
+  void evaluate(const std::vector<double>& p, Eigen::VectorXd& f) const {
     ++*evals;
-    for (size_t i = 0; i < keys.size(); ++i) hw->set_si(keys[i], maps[i].to_p(z[i]));
+    for (size_t i = 0; i < keys.size(); ++i) hw->set_si(keys[i], p[i]);
     std::vector<double> pred;
     try {
       pred = predict(*hw, *pts);
     } catch (const std::exception&) {
-      f.setConstant(1e3);  // a trial the model cannot run: a large residual steers LM away
-      return 0;
+      f.setConstant(1e3);  // a trial the model cannot run: a large residual steers the fit away
+      return;
     }
-    for (size_t j = 0; j < pts->size(); ++j) {
-      const auto& pt = (*pts)[j];
-      f[j] = pt.weight * (pred[j] - pt.measured_us) / pt.measured_us;
-    }
-    for (size_t i = 0; i < keys.size(); ++i)
-      f[pts->size() + i] = prior_weight * std::log(maps[i].to_p(z[i]) / p0[i]);
-    return 0;
+    obj->residuals(pred, p, p0, f.data());
   }
 };
 
 }  // namespace
 
-std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& paths, double phase_weight) {
+std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& paths, double phase_weight,
+                                            double small_t_kernel_weight) {
   std::vector<FitPoint> out;
   for (const auto& path : paths) {
     const auto sc = models::Scenario::load(path);
     refuse_layer_fits(sc);
     for (const auto& c : sc.cases) {
       if (!c.measured) continue;
+      const std::string id = sc.name + ":" + c.id, table = table_of(c.id);
       if (c.measured->value_us)
-        out.push_back({sc.name + ":" + c.id, sc.model, table_of(c.id), c.params, "", *c.measured->value_us, 1.0, c.measured->source});
+        out.push_back({id, sc.model, table, c.params, "", *c.measured->value_us, 1.0, c.measured->source,
+                       c.measured->metric == "period_us" ? "period_us" : "", path, c.line, PointKind::Total});
+      // An AFD timeline's kernels: at T >= 128 (judged by check), and below when asked for.
+      for (const auto& k : models::judged_kernels(c))
+        out.push_back({id + "#" + k.name(), sc.model, table, c.params, k.name(), k.duration_us, phase_weight, c.measured->source,
+                       "", path, k.line, PointKind::KernelDuration});
+      if (small_t_kernel_weight > 0)
+        for (const auto& k : models::kernels_at_tokens(c, 0, models::kKernelDurationMinTokens - 1))
+          out.push_back({id + "#" + k.name(), sc.model, table, c.params, k.name(), k.duration_us, std::sqrt(small_t_kernel_weight),
+                         c.measured->source, "", path, k.line, PointKind::SmallTKernelDuration});
       for (const auto& [ph, v] : c.measured->phases_us)
-        out.push_back({sc.name + ":" + c.id + "#" + ph, sc.model, table_of(c.id), c.params, ph, v, phase_weight, c.measured->source});
+        out.push_back({id + "#" + ph, sc.model, table, c.params, ph, v, phase_weight, c.measured->source, "", path, c.line,
+                       PointKind::Phase});
     }
   }
   return out;
+}
+
+PointKind kind_of(const FitPoint& p) {
+  if (p.phase.empty()) return PointKind::Total;
+  if (!is_kernel_duration(p.phase)) return PointKind::Phase;
+  const YAML::Node t = p.params["tokens"];
+  return t && t.IsScalar() && t.as<int>() < models::kKernelDurationMinTokens ? PointKind::SmallTKernelDuration
+                                                                          : PointKind::KernelDuration;
+}
+
+const char* point_kind_name(PointKind k) {
+  switch (k) {
+    case PointKind::Total: return "total";
+    case PointKind::Phase: return "phase";
+    case PointKind::KernelDuration: return "kernel duration";
+    case PointKind::SmallTKernelDuration: return "kernel duration at T < 128";
+  }
+  return "?";
+}
+
+const char* fit_method_name(FitMethod m) { return m == FitMethod::NelderMead ? "nelder-mead" : "lm"; }
+const char* residual_form_name(ResidualForm r) { return r == ResidualForm::Log ? "log" : "relative"; }
+
+bool default_objective(const FitOptions& o) {
+  return o.method == FitMethod::LevenbergMarquardt && o.residuals == ResidualForm::Relative && o.hinge == 0 &&
+         !o.kernel_weight && o.kernel_hinge == 0 && o.small_t_kernel_weight == 0 && o.median_cap == 0;
+}
+
+std::string describe_objective(const FitOptions& o) {
+  if (default_objective(o)) return "";
+  std::string s = o.method == FitMethod::NelderMead ? fmt::format("nelder-mead, {} iterations", o.iterations) : "lm";
+  s += fmt::format("; {} residuals", residual_form_name(o.residuals));
+  if (o.hinge > 0) s += fmt::format("; hinge {:g} over {:g}", o.hinge, o.hinge_threshold);
+  if (o.kernel_weight) s += fmt::format("; kernel weight {:g}", *o.kernel_weight);
+  if (o.kernel_hinge > 0) s += fmt::format("; kernel hinge {:g} over {:g}", o.kernel_hinge, o.kernel_hinge_threshold);
+  if (o.small_t_kernel_weight > 0) s += fmt::format("; small-T kernel weight {:g}", o.small_t_kernel_weight);
+  if (o.median_cap > 0) s += fmt::format("; median cap {:g}", o.median_cap);
+  return s + fmt::format("; prior weight {:g}", o.prior_weight);
+}
+
+double ObjectiveTerms::sum() const {
+  return totals + phases + kernel_durations + small_t_kernel_durations + hinge + kernel_hinge + median_cap + prior;
+}
+
+Objective::Objective(const std::vector<FitPoint>& points, const FitOptions& opt) : pts_(&points), opt_(opt) {
+  auto check = [](const char* what, double v) {
+    if (!std::isfinite(v) || v < 0)
+      throw std::invalid_argument(fmt::format("fit: {} {}: expected a finite number >= 0", what, v));
+  };
+  check("prior weight", opt.prior_weight);
+  check("hinge", opt.hinge);
+  check("hinge threshold", opt.hinge_threshold);
+  if (opt.kernel_weight) check("kernel weight", *opt.kernel_weight);
+  check("kernel hinge", opt.kernel_hinge);
+  check("kernel hinge threshold", opt.kernel_hinge_threshold);
+  check("small-T kernel weight", opt.small_t_kernel_weight);
+  check("median cap", opt.median_cap);
+  std::map<std::string, size_t> group_of;  // file -> index in groups_, in order of first appearance
+  for (size_t j = 0; j < points.size(); ++j) {
+    const FitPoint& pt = points[j];
+    double w = pt.weight;
+    switch (pt.kind) {
+      case PointKind::Total:
+        totals_.push_back(j);
+        if (!group_of.count(pt.file)) {
+          group_of.emplace(pt.file, groups_.size());
+          groups_.emplace_back();
+        }
+        groups_[group_of[pt.file]].push_back(j);
+        break;
+      case PointKind::Phase: break;
+      case PointKind::KernelDuration:
+        kernels_.push_back(j);
+        if (opt.kernel_weight) w = std::sqrt(*opt.kernel_weight);
+        break;
+      case PointKind::SmallTKernelDuration: w = std::sqrt(opt.small_t_kernel_weight); break;
+    }
+    weight_.push_back(w);
+  }
+  data_size_ = points.size() + (opt.hinge > 0 ? totals_.size() : 0) + (opt.kernel_hinge > 0 ? kernels_.size() : 0) +
+               (opt.median_cap > 0 ? groups_.size() : 0);
+}
+
+void Objective::residuals(const std::vector<double>& pred, const std::vector<double>& p, const std::vector<double>& p0,
+                          double* r) const {
+  const auto& pts = *pts_;
+  auto log_error = [&](size_t j) { return std::log(std::max(pred[j], kLogFloorUs) / pts[j].measured_us); };
+  size_t k = 0;
+  for (size_t j = 0; j < pts.size(); ++j)
+    r[k++] = opt_.residuals == ResidualForm::Log ? weight_[j] * log_error(j)
+                                                 : weight_[j] * (pred[j] - pts[j].measured_us) / pts[j].measured_us;
+  auto hinge = [&](double weight, double threshold, size_t j) {
+    const double over = std::fabs(log_error(j)) - threshold;
+    return over > 0 ? std::sqrt(weight) * over : 0.0;
+  };
+  if (opt_.hinge > 0)
+    for (size_t j : totals_) r[k++] = hinge(opt_.hinge, opt_.hinge_threshold, j);
+  if (opt_.kernel_hinge > 0)
+    for (size_t j : kernels_) r[k++] = hinge(opt_.kernel_hinge, opt_.kernel_hinge_threshold, j);
+  if (opt_.median_cap > 0)
+    for (const auto& g : groups_) {
+      std::vector<double> a;
+      for (size_t j : g) a.push_back(std::fabs(pred[j] - pts[j].measured_us) / pts[j].measured_us);
+      const double m = models::median(a);
+      r[k++] = m > opt_.median_cap ? std::sqrt(100.0 * double(g.size())) * (m - opt_.median_cap) : 0.0;
+    }
+  for (size_t i = 0; i < p.size(); ++i) r[k++] = opt_.prior_weight * std::log(p[i] / p0[i]);
+}
+
+ObjectiveTerms Objective::terms(const double* r, size_t n_params) const {
+  ObjectiveTerms t;
+  const auto& pts = *pts_;
+  size_t k = 0;
+  for (size_t j = 0; j < pts.size(); ++j, ++k) {
+    const double sq = r[k] * r[k];
+    switch (pts[j].kind) {
+      case PointKind::Total: t.totals += sq; break;
+      case PointKind::Phase: t.phases += sq; break;
+      case PointKind::KernelDuration: t.kernel_durations += sq; break;
+      case PointKind::SmallTKernelDuration: t.small_t_kernel_durations += sq; break;
+    }
+  }
+  auto add = [&](double& term, size_t count) {
+    for (size_t i = 0; i < count; ++i, ++k) term += r[k] * r[k];
+  };
+  add(t.hinge, opt_.hinge > 0 ? totals_.size() : 0);
+  add(t.kernel_hinge, opt_.kernel_hinge > 0 ? kernels_.size() : 0);
+  add(t.median_cap, opt_.median_cap > 0 ? groups_.size() : 0);
+  add(t.prior, n_params);
+  return t;
 }
 
 std::vector<double> predict(const hw::Hardware& hw, const std::vector<FitPoint>& pts) {
@@ -185,15 +330,100 @@ std::vector<bool> holdout_mask(const std::vector<FitPoint>& pts, const std::stri
   return mask;
 }
 
+namespace {
+
+/// fusesim_afd_fit's Nelder-Mead, unchanged: minimise `objective` over x from x0 for `iterations`
+/// iterations (see fit()); returns the best vertex and sets *f_best, *f_start (objective(x0)),
+/// *spread (worst - best at the end). iterations 0 evaluates x0 only.
+std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& objective, const std::vector<double>& x0,
+                                int iterations, double* f_best, double* f_start, double* spread) {
+  const size_t n = x0.size();
+  if (iterations == 0 || n == 0) {
+    *f_best = *f_start = objective(x0);
+    *spread = 0;
+    return x0;
+  }
+  std::vector<std::vector<double>> simplex(n + 1, x0);
+  std::vector<double> fv(n + 1);
+  for (size_t i = 0; i < n; ++i) simplex[i + 1][i] += 0.3;
+  for (size_t i = 0; i <= n; ++i) fv[i] = objective(simplex[i]);
+  *f_start = fv[0];
+  for (int it = 0; it < iterations; ++it) {
+    std::vector<size_t> idx(n + 1);
+    for (size_t i = 0; i <= n; ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return fv[a] < fv[b]; });
+    const auto S = simplex;
+    const auto F = fv;
+    for (size_t i = 0; i <= n; ++i) {
+      simplex[i] = S[idx[i]];
+      fv[i] = F[idx[i]];
+    }
+    if (it % 50 == 0) fmt::print(stderr, "nelder-mead: iteration {} of {}: best objective {:.5f}\n", it, iterations, fv[0]);
+    std::vector<double> c(n, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < n; ++j) c[j] += simplex[i][j] / double(n);
+    auto lerp = [&](double t) {
+      std::vector<double> q(n);
+      for (size_t j = 0; j < n; ++j) q[j] = c[j] + t * (simplex[n][j] - c[j]);
+      return q;
+    };
+    const auto xr = lerp(-1);
+    const double fr = objective(xr);
+    if (fr < fv[0]) {
+      const auto xe = lerp(-2);
+      const double fe = objective(xe);
+      if (fe < fr) {
+        simplex[n] = xe;
+        fv[n] = fe;
+      } else {
+        simplex[n] = xr;
+        fv[n] = fr;
+      }
+    } else if (fr < fv[n - 1]) {
+      simplex[n] = xr;
+      fv[n] = fr;
+    } else {
+      const auto xc = lerp(fr < fv[n] ? -0.5 : 0.5);
+      const double fc = objective(xc);
+      if (fc < std::min(fr, fv[n])) {
+        simplex[n] = xc;
+        fv[n] = fc;
+      } else {
+        for (size_t i = 1; i <= n; ++i) {
+          for (size_t j = 0; j < n; ++j) simplex[i][j] = simplex[0][j] + 0.5 * (simplex[i][j] - simplex[0][j]);
+          fv[i] = objective(simplex[i]);
+        }
+      }
+    }
+  }
+  const size_t best = size_t(std::min_element(fv.begin(), fv.end()) - fv.begin());
+  *f_best = fv[best];
+  *spread = *std::max_element(fv.begin(), fv.end()) - fv[best];
+  return simplex[best];
+}
+
+}  // namespace
+
+std::optional<std::string> nelder_mead_warning(const FitResult& r) {
+  if (r.method != FitMethod::NelderMead || r.iterations == 0 || r.params.empty()) return std::nullopt;
+  if (r.simplex_spread <= 1e-6 * std::max(1.0, std::fabs(r.objective))) return std::nullopt;
+  return fmt::format("the Nelder-Mead simplex has not contracted after {} iterations (its vertices' objectives still differ "
+                     "by {:.3g}): more --iters may lower the objective; the values reported and written are its best vertex",
+                     r.iterations, r.simplex_spread);
+}
+
 FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, const std::vector<FitPoint>& test,
               const FitOptions& opt) {
   if (train.empty()) throw std::invalid_argument("fit: no training points");
   FitResult res{start};
+  res.method = opt.method;
   std::vector<std::string> keys = opt.free_keys;
-  if (keys.empty())
+  if (opt.no_free_keys) keys.clear();
+  else if (keys.empty())
     for (const auto& [k, v] : start.values())
       if (v.kind == hw::Provenance::Fitted) keys.push_back(k);
-  Functor fn{&res.fitted, &train, keys, {}, {}, opt.prior_weight, &res.evaluations};
+  const Objective obj(train, opt);
+  Functor fn{&res.fitted, &train, &obj, keys, {}, {}, &res.evaluations};
   Eigen::VectorXd z(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     const hw::ParamDecl* d = start.registry().find(keys[i]);
@@ -206,50 +436,97 @@ FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, con
     fn.p0.push_back(std::max(p0, 1e-30));
     z[i] = fn.maps[i].to_z(p0);
   }
-  Eigen::NumericalDiff<Functor> nd(fn, 1e-6);
-  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Functor>> lm(nd);
-  lm.parameters.maxfev = opt.max_evaluations;
-  lm.parameters.xtol = 1e-8;
-  lm.parameters.ftol = 1e-10;
-  res.lm_info = int(lm.minimize(z));
-  // Final evaluation at the optimum (sets res.fitted) and the Jacobian for uncertainties.
+  const size_t np = keys.size();
   Eigen::VectorXd f(fn.values());
-  fn(z, f);
-  Eigen::MatrixXd J(fn.values(), fn.inputs());
-  nd.df(z, J);
-  fn(z, f);
-  const int n = int(train.size()), p = int(keys.size());
-  // A parameter no fitted point depends on is pinned by the prior alone, or by nothing (prior weight
-  // 0: the pseudo-inverse then gives it sigma ~0, as if known exactly). "Depends": some point's
-  // weighted relative error moves by more than 1e-5 per unit of the bounded coordinate z (a unit of z
-  // spans a large part of the bounds). On the repository's fits the keys a point depends on give
-  // 2e-3 or more, those none does 5e-8 or less (the simulator's round-off through the forward difference).
-  std::vector<bool> moves_points(size_t(p), true);
-  for (int i = 0; i < p; ++i) moves_points[size_t(i)] = n > 0 && J.col(i).head(n).cwiseAbs().maxCoeff() > 1e-5;
-  double ssr = 0;
-  for (int j = 0; j < n; ++j) ssr += f[j] * f[j];
-  const double s2 = ssr / std::max(1, n - p);
-  Eigen::MatrixXd cov = (J.transpose() * J).completeOrthogonalDecomposition().pseudoInverse() * s2;
-  for (int i = 0; i < p; ++i) {
-    ParamFit pf;
-    pf.key = keys[i];
-    pf.start_si = start.get(keys[i]);
-    pf.value_si = fn.maps[i].to_p(z[i]);
-    const double var = cov(i, i);
-    pf.sigma_si = std::isnan(var) ? var : std::sqrt(std::max(0.0, var)) * std::fabs(fn.maps[i].dp_dz(z[i]));
-    if (!moves_points[size_t(i)]) pf.sigma_si = std::numeric_limits<double>::infinity();
-    pf.lower_si = fn.maps[i].lo;
-    pf.upper_si = fn.maps[i].hi;
-    pf.at_bound = std::fabs(std::tanh(z[i])) > 0.999;
-    pf.identified = std::isfinite(pf.sigma_si) && pf.sigma_si <= std::fabs(pf.value_si);
-    res.params.push_back(pf);
+  res.evaluated_only = np == 0 || (opt.method == FitMethod::NelderMead && opt.iterations == 0);
+  std::vector<double> p_nm;  // Nelder-Mead's best vertex (SI)
+  if (np == 0) {
+    std::vector<double> none;
+    fn.evaluate(none, f);
+  } else if (opt.method == FitMethod::LevenbergMarquardt) {
+    Eigen::NumericalDiff<Functor> nd(fn, 1e-6);
+    Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Functor>> lm(nd);
+    lm.parameters.maxfev = opt.max_evaluations;
+    lm.parameters.xtol = 1e-8;
+    lm.parameters.ftol = 1e-10;
+    res.lm_info = int(lm.minimize(z));
+  } else {
+    // On x = log(p), clamped to the bounds when applied, as fusesim_afd_fit did.
+    std::vector<double> lo(np), hi(np), x0(np);
+    for (size_t i = 0; i < np; ++i) {
+      lo[i] = std::log(std::max(fn.maps[i].lo, 1e-15));
+      hi[i] = std::log(fn.maps[i].hi);
+      x0[i] = std::log(std::max(start.get(keys[i]), 1e-15));
+    }
+    auto to_p = [&](const std::vector<double>& x) {
+      std::vector<double> p(np);
+      for (size_t i = 0; i < np; ++i) p[i] = std::exp(std::clamp(x[i], lo[i], hi[i]));
+      return p;
+    };
+    Eigen::VectorXd r(fn.values());
+    auto objective = [&](const std::vector<double>& x) {
+      fn.evaluate(to_p(x), r);
+      double v = r.squaredNorm();
+      for (size_t i = 0; i < np; ++i)
+        if (x[i] < lo[i] || x[i] > hi[i]) v += 1e3;
+      return v;
+    };
+    double f_best = 0, f_start = 0;
+    const auto x = nelder_mead(objective, x0, opt.iterations, &f_best, &f_start, &res.simplex_spread);
+    res.iterations = opt.iterations;
+    res.objective_start = f_start;
+    p_nm = to_p(x);
+    // --iters 0 evaluates the file's own values (exp(log(p)) can differ from p in the last bit).
+    if (opt.iterations == 0)
+      for (size_t i = 0; i < np; ++i) p_nm[i] = std::clamp(start.get(keys[i]), std::exp(lo[i]), std::exp(hi[i]));
+    for (size_t i = 0; i < np; ++i) z[i] = fn.maps[i].to_z(p_nm[i]);
   }
+  const int n = int(train.size()), p = int(np), nd_data = int(obj.data_size());
+  if (np > 0) {
+    // Final evaluation at the optimum (sets res.fitted) and the Jacobian for uncertainties, in the
+    // bounded coordinates z for both methods.
+    Eigen::NumericalDiff<Functor> nd(fn, 1e-6);
+    fn(z, f);
+    Eigen::MatrixXd J(fn.values(), fn.inputs());
+    nd.df(z, J);
+    if (p_nm.empty()) fn(z, f);
+    else fn.evaluate(p_nm, f);  // exactly at the best vertex (z maps back to it only to rounding)
+    // A parameter no fitted point depends on is pinned by the prior alone, or by nothing (prior weight
+    // 0: the pseudo-inverse then gives it sigma ~0, as if known exactly). "Depends": some data
+    // residual (a point's weighted error, a hinge, a median cap) moves by more than 1e-5 per unit of
+    // the bounded coordinate z (a unit of z spans a large part of the bounds). On the repository's fits
+    // the keys a point depends on give 2e-3 or more, those none does 5e-8 or less (the simulator's
+    // round-off through the forward difference).
+    std::vector<bool> moves_points(size_t(p), true);
+    for (int i = 0; i < p; ++i) moves_points[size_t(i)] = nd_data > 0 && J.col(i).head(nd_data).cwiseAbs().maxCoeff() > 1e-5;
+    double ssr = 0;
+    for (int j = 0; j < nd_data; ++j) ssr += f[j] * f[j];
+    const double s2 = ssr / std::max(1, n - p);
+    Eigen::MatrixXd cov = (J.transpose() * J).completeOrthogonalDecomposition().pseudoInverse() * s2;
+    for (int i = 0; i < p; ++i) {
+      ParamFit pf;
+      pf.key = keys[i];
+      pf.start_si = start.get(keys[i]);
+      pf.value_si = p_nm.empty() ? fn.maps[i].to_p(z[i]) : p_nm[size_t(i)];
+      const double var = cov(i, i);
+      pf.sigma_si = std::isnan(var) ? var : std::sqrt(std::max(0.0, var)) * std::fabs(fn.maps[i].dp_dz(z[i]));
+      if (!moves_points[size_t(i)]) pf.sigma_si = std::numeric_limits<double>::infinity();
+      pf.lower_si = fn.maps[i].lo;
+      pf.upper_si = fn.maps[i].hi;
+      pf.at_bound = std::fabs(std::tanh(z[i])) > 0.999;
+      pf.identified = std::isfinite(pf.sigma_si) && pf.sigma_si <= std::fabs(pf.value_si);
+      res.params.push_back(pf);
+    }
+  }
+  res.terms = obj.terms(f.data(), np);
+  res.objective = res.terms.sum();
   const auto ptrain = predict(res.fitted, train);
   std::vector<double> etrain, etest;
   double sq = 0;
   for (size_t j = 0; j < train.size(); ++j) {
     const double e = (ptrain[j] - train[j].measured_us) / train[j].measured_us * 100;
-    res.points.push_back({train[j].id, train[j].table, train[j].phase, train[j].measured_us, ptrain[j], e, false});
+    res.points.push_back(
+        {train[j].id, train[j].table, train[j].phase, train[j].measured_us, ptrain[j], e, false, train[j].kind, train[j].file});
     if (train[j].phase.empty()) {
       etrain.push_back(e);
       sq += e * e;
@@ -260,7 +537,7 @@ FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, con
     const auto ptest = predict(res.fitted, test);
     for (size_t j = 0; j < test.size(); ++j) {
       const double e = (ptest[j] - test[j].measured_us) / test[j].measured_us * 100;
-      res.points.push_back({test[j].id, test[j].table, test[j].phase, test[j].measured_us, ptest[j], e, true});
+      res.points.push_back({test[j].id, test[j].table, test[j].phase, test[j].measured_us, ptest[j], e, true, test[j].kind, test[j].file});
       if (test[j].phase.empty()) etest.push_back(e);
     }
   }
@@ -270,11 +547,29 @@ FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, con
     res.median_abs_holdout_pct = median_abs(etest);
     res.max_abs_holdout_pct = max_abs(etest);
   }
+  // LM: the objective at the start, evaluated last and not counted (LM's count is Eigen's), and only
+  // for an objective other than the default (whose output never showed it). A simulation's result can
+  // depend in its last bits on how much was simulated before it in the process (sim::Simulation
+  // measures from SystemC's running clock), so an evaluation before the fit would move its path, and
+  // one after it the next fit's (k-fold). Nelder-Mead's start is its first vertex.
+  if (res.evaluated_only) res.objective_start = res.objective;
+  else if (opt.method == FitMethod::LevenbergMarquardt && !default_objective(opt)) {
+    int uncounted = 0;
+    Functor at_start = fn;
+    hw::Hardware scratch = start;
+    at_start.hw = &scratch;
+    at_start.evals = &uncounted;
+    std::vector<double> p(np);
+    for (size_t i = 0; i < np; ++i) p[i] = start.get(keys[i]);
+    Eigen::VectorXd f0(fn.values());
+    at_start.evaluate(p, f0);
+    res.objective_start = f0.squaredNorm();
+  }
   return res;
 }
 
 std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& sources, const std::string& date,
-                            const std::string& commit) {
+                            const std::string& commit, const std::string& objective) {
   hw::Hardware out = r.fitted;
   const PointCounts counts = fitted_point_counts(r);
   for (const auto& pf : r.params) {
@@ -287,8 +582,8 @@ std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& 
     v.fit_sigma_si = std::isfinite(pf.sigma_si) ? pf.sigma_si : 0;  // no sigma written when the fit gives none
     // Keep the original source (where the starting value came from), after the fit's statement.
     std::string orig = v.source;
-    const std::string tag = "calibrate fit: ", first = "first estimate: ";
-    if (orig.rfind(tag, 0) == 0) {
+    const std::string tag = objective.empty() ? "calibrate fit: " : "calibrate fit (" + objective + "): ", first = "first estimate: ";
+    if (orig.rfind("calibrate fit: ", 0) == 0 || orig.rfind("calibrate fit (", 0) == 0) {  // a source this wrote
       const auto bar = orig.find(" | ");
       orig = bar == std::string::npos ? "" : orig.substr(bar + 3);
     }
