@@ -327,7 +327,7 @@ TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
 }
 
 // kernel_duration_points by token range: the default is the judged T >= 128 set; [0, 127] is the
-// T = 1 timelines that fusesim_afd_fit can add with --small-t-kernel-weight; the two cover every kernel.
+// T = 1 timelines that `calibrate fit --small-t-kernel-weight` can add; the two cover every kernel.
 TEST(Afd, KernelDurationPointsSplitByTokens) {
   const auto sc = models::Scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
   const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
