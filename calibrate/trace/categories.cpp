@@ -19,6 +19,16 @@ const char* to_string(OpClass c) {
   return "?";
 }
 
+bool bounded_search(std::string_view name, const std::regex& re) {
+  if (name.size() > kMaxRegexNameBytes) name = name.substr(0, kMaxRegexNameBytes);
+  return std::regex_search(name.begin(), name.end(), re);
+}
+
+bool bounded_match(std::string_view name, const std::regex& re) {
+  if (name.size() > kMaxRegexNameBytes) return false;
+  return std::regex_match(name.begin(), name.end(), re);
+}
+
 namespace {
 
 [[noreturn]] void bad(const std::string& source, const YAML::Node& n, const std::string& msg) {
@@ -193,7 +203,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
 Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) const {
   for (const auto& r : rules_) {
     if (r.kind && *r.kind != kind) continue;
-    if (std::regex_search(name, r.pattern)) return {r.category, r.family};
+    if (bounded_search(name, r.pattern)) return {r.category, r.family};
   }
   if (kind != GpuOpKind::kernel) {
     int c = find("copy");
@@ -204,7 +214,7 @@ Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) 
 
 const GemmOpRule* CategoryTable::gemm_rule(const std::string& op_name) const {
   for (const auto& g : gemm_ops_)
-    if (std::regex_match(op_name, g.op)) return &g;
+    if (bounded_match(op_name, g.op)) return &g;
   return nullptr;
 }
 
