@@ -230,14 +230,17 @@ std::optional<GemmShape> CategoryTable::gemm_shape(const GemmOpRule& rule, const
   s.k = a.back();
   if (b.size() == 2) {
     s.m = 1;
-    for (size_t i = 0; i + 1 < a.size(); ++i) s.m *= a[i];
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] < 0 || __builtin_mul_overflow(s.m, a[i], &s.m)) return std::nullopt;  // not a real shape
   } else {
     s.m = a[a.size() - 2];
-    for (size_t i = 0; i + 2 < b.size(); ++i) s.batch *= b[i];
+    for (size_t i = 0; i + 2 < b.size(); ++i)
+      if (b[i] < 0 || __builtin_mul_overflow(s.batch, b[i], &s.batch)) return std::nullopt;
   }
   int64_t b_k = rule.b_is_nk ? b.back() : b[b.size() - 2];
   s.n = rule.b_is_nk ? b[b.size() - 2] : b.back();
   if (b_k != s.k) return std::nullopt;  // not the layout the rule claims
+  if (s.m < 0 || s.n < 0 || s.k < 0) return std::nullopt;
   s.a_dtype = ia.dtype;
   s.b_dtype = ib.dtype;
   return s;

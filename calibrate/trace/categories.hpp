@@ -97,7 +97,8 @@ class CategoryTable {
 
   /// The GEMM rule for a CPU operator name (full match; never for names over kMaxRegexNameBytes), or null.
   const GemmOpRule* gemm_rule(const std::string& op_name) const;
-  /// M, N, K (and batch) of a CPU operator under its rule; nullopt when the dims do not fit.
+  /// M, N, K (and batch) of a CPU operator under its rule; nullopt when the dims do not fit (a
+  /// negative dim, a product beyond int64, b's K differing from a's).
   static std::optional<GemmShape> gemm_shape(const GemmOpRule& rule, const TraceFile& tf,
                                              const CpuOp& op);
 

@@ -117,7 +117,7 @@ void register_trace_commands(CLI::App& app) {
   wi->add_flag("--fuse-gemm-ar", wopt->fuse_gemm_ar, "Replace a GEMM followed by an all-reduce by the fused model's prediction");
   wi->add_option("--hw", *hw, "Hardware file for the fused GEMM+all-reduce prediction")->check(CLI::ExistingFile);
   wi->add_option("--allreduce-regex", wopt->allreduce_regex, "Communication kernels that count as all-reduce for --fuse-gemm-ar")->capture_default_str();
-  wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
   wi->add_option("--world-size", wopt->world_size, "Ranks in the all-reduce (default: from the trace)")->check(CLI::NonNegativeNumber);
   wi->callback([w, wopt, scales, rank_scales, hw] {
     run_reporting_errors([&] {

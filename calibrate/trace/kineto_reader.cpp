@@ -84,23 +84,26 @@ bool parse_id_text(std::string_view t, int64_t& out) {
 
 bool us_text_to_ns(std::string_view t, int64_t& out_ns) {
   // value = sign * D * 10^e10 with D the significant digits (no dot); ns = value * 10^3.
+  // Digits go to a stack buffer: this runs for every ts and dur of a trace.
+  constexpr size_t kMaxDigits = 40;  // beyond int64 whatever follows: keep only the magnitude
+  char digits[kMaxDigits];
+  size_t nd = 0;
   size_t i = 0;
   bool neg = false;
   if (i < t.size() && (t[i] == '-' || t[i] == '+')) neg = t[i++] == '-';
-  std::string digits;  // significant digits, leading zeros dropped
   int64_t e10 = 0;
   bool any = false, dot = false;
   for (; i < t.size(); ++i) {
     char c = t[i];
     if (c >= '0' && c <= '9') {
       any = true;
-      if (digits.size() >= 40) {  // beyond int64 whatever follows: keep only the magnitude
+      if (nd >= kMaxDigits) {
         if (!dot) ++e10;
         continue;
       }
       if (dot) --e10;
-      if (digits.empty() && c == '0') continue;
-      digits.push_back(c);
+      if (nd == 0 && c == '0') continue;
+      digits[nd++] = c;
     } else if (c == '.' && !dot) {
       dot = true;
     } else {
@@ -121,15 +124,15 @@ bool us_text_to_ns(std::string_view t, int64_t& out_ns) {
     }
     e10 += eneg ? -ex : ex;
   }
-  if (digits.empty()) {
+  if (nd == 0) {
     out_ns = 0;
     return true;
   }
   int64_t shift = e10 + 3;  // ns = D * 10^shift
   if (shift >= 0) {
-    if (static_cast<int64_t>(digits.size()) + shift > 19) return false;
+    if (static_cast<int64_t>(nd) + shift > 19) return false;
     uint64_t v = 0;
-    for (char c : digits) v = v * 10 + static_cast<uint64_t>(c - '0');
+    for (size_t k = 0; k < nd; ++k) v = v * 10 + static_cast<uint64_t>(digits[k] - '0');
     for (int64_t k = 0; k < shift; ++k) v *= 10;  // at most 19 digits: no wrap
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
     out_ns = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
@@ -137,11 +140,11 @@ bool us_text_to_ns(std::string_view t, int64_t& out_ns) {
   }
   // Drop the last -shift digits, rounding half away from zero on the first dropped digit.
   auto drop = static_cast<size_t>(-shift);
-  if (drop >= digits.size()) {  // |value| < 1 ns
-    out_ns = drop == digits.size() && digits[0] >= '5' ? (neg ? -1 : 1) : 0;
+  if (drop >= nd) {  // |value| < 1 ns
+    out_ns = drop == nd && digits[0] >= '5' ? (neg ? -1 : 1) : 0;
     return true;
   }
-  size_t keep = digits.size() - drop;
+  size_t keep = nd - drop;
   if (keep > 19) return false;
   uint64_t v = 0;
   for (size_t k = 0; k < keep; ++k) v = v * 10 + static_cast<uint64_t>(digits[k] - '0');
@@ -314,14 +317,14 @@ const char* key_text(Key k) {
 struct NumTok {
   enum Kind : uint8_t { integer, big, real } kind = integer;
   int64_t i = 0;
+  uint64_t u = 0;                     // big: an unsigned value above INT64_MAX
   double d = 0;
-  const std::string* text = nullptr;  // the token's digits (real and big only)
-  std::string big_text;
+  const std::string* text = nullptr;  // real: the token's digits
 };
 
 std::string num_text(const NumTok& n) {
   if (n.kind == NumTok::integer) return std::to_string(n.i);
-  if (n.kind == NumTok::big) return n.big_text;
+  if (n.kind == NumTok::big) return std::to_string(n.u);
   return n.text ? *n.text : fmt::format("{}", n.d);
 }
 
@@ -373,7 +376,7 @@ class KinetoSax {
       n.i = static_cast<int64_t>(v);
     } else {
       n.kind = NumTok::big;
-      n.big_text = std::to_string(v);
+      n.u = v;
     }
     return number(n);
   }
@@ -606,8 +609,10 @@ class KinetoSax {
     void reset() {
       ph.clear(); cat.clear(); name.clear();
       pid.set = tid.set = id.set = false;
-      ts = dur = device = stream = correlation = event = wait_on_stream = wait_record_corr = IntField{};
-      in_nelems = out_nelems = group_size = seq = IntField{};
+      // Only the states: `found` is read when a state is bad, and set with it (no string work here).
+      for (IntField* f : {&ts, &dur, &device, &stream, &correlation, &event, &wait_on_stream, &wait_record_corr,
+                          &in_nelems, &out_nelems, &group_size, &seq})
+        f->state = IntField::unset;
       if (has_coll) {
         coll_name.clear(); coll_dtype.clear(); pg_name.clear(); pg_desc.clear(); pg_ranks.clear();
         has_coll = false;
@@ -756,9 +761,8 @@ class KinetoSax {
       if (__builtin_mul_overflow(n.i, int64_t{1000}, &ns)) return f.set_bad(num_text(n) + " (out of range)");
       return f.set(ns);
     }
-    std::string t = num_text(n);
-    if (us_text_to_ns(t, ns)) return f.set(ns);
-    f.set_bad(t + " (not a time within +-9.2e15 us)");
+    if (n.kind == NumTok::real && n.text && us_text_to_ns(*n.text, ns)) return f.set(ns);
+    f.set_bad(num_text(n) + " (not a time within +-9.2e15 us)");
   }
 
   static bool int32_of(const NumTok& n, int32_t& out) {

@@ -112,6 +112,8 @@ ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_
   std::sort(order.begin(), order.end());  // timeline ops are already in start order
   if (order.empty()) return g;
   const auto& file = *tl.file;
+  if (!(epsilon_us >= 0) || epsilon_us > 1e9)
+    throw std::invalid_argument(fmt::format("--epsilon-us {} is outside 0..1e9 us", epsilon_us));
   const int64_t eps_ns = static_cast<int64_t>(std::llround(epsilon_us * 1000.0));
   const int64_t t0 = file.gpu_ops[tl.ops[order.front()].gpu].start_ns;
   g.t0_ns = file.origin_ns + t0;
@@ -558,7 +560,12 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
         continue;
       }
       const auto& s = tl.shapes[static_cast<size_t>(p.shape)];
-      double t = opt.gemm_ar_predictor(s.m * s.batch, s.n, s.k, world_size);
+      int64_t mb = 0;
+      if (__builtin_mul_overflow(s.m, s.batch, &mb)) {
+        ch.fuse_skipped_no_shape++;
+        continue;
+      }
+      double t = opt.gemm_ar_predictor(mb, s.n, s.k, world_size);
       if (!(t >= 0) || !std::isfinite(t))
         throw std::runtime_error(fmt::format("GEMM+all-reduce predictor returned {} us for {}x{}x{}", t, s.m, s.n, s.k));
       auto& members = nodes_of_gemm_op[p.gemm_op];

@@ -120,6 +120,7 @@ struct ReplayGraph {
 };
 
 /// Build the graph of the ops (timeline indices, any order) of one window.
+/// Errors: std::invalid_argument for epsilon_us outside 0..1e9.
 ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_t>& ops, double epsilon_us);
 
 /// One matched collective: the (graph, node) of each member, one per rank of its group.

@@ -147,6 +147,23 @@ TEST(TraceAnalyze, LongNamesAreClassifiedByTheirFront) {
   EXPECT_FALSE(custom.match("Step " + std::string(40000, '7')));  // longer than the bound: not tried
 }
 
+// Dims whose product leaves int64 (3037000500^2 > 2^63) make no GEMM shape instead of undefined
+// behaviour; the kernel is still a GEMM, just without a shape.
+TEST(TraceAnalyze, AnOverflowingShapeIsNotAShape) {
+  TempDir d;
+  write_text(d.file("t.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+     "args": {"Input Dims": [[3037000500, 3037000500, 4], [4, 2]], "Input type": ["float", "float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "ts": 20, "dur": 30, "args": {"stream": 7, "correlation": 5}}
+  ]})json");
+  auto files = read_trace(d.file("t.json"));
+  auto tl = build_timeline(files[0], CategoryTable::builtin(), AnalyzeOptions{});
+  ASSERT_EQ(tl.ops.size(), 1u);
+  EXPECT_EQ(tl.ops[0].gemm_op, 0);
+  EXPECT_EQ(tl.ops[0].shape, -1);
+}
+
 // A step window without GPU events is said to be so, never "no window of this phase".
 TEST(TraceAnalyze, AWindowWithoutGpuEventsIsNamedAsSuch) {
   TempDir d;
