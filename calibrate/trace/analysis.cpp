@@ -506,7 +506,7 @@ PhaseStats whole_trace_stats(const RankTimeline& tl, const AnalyzeOptions& opt) 
   std::vector<uint32_t> idx(tl.ops.size());
   std::iota(idx.begin(), idx.end(), 0u);
   s.windows = 1;
-  NsInterval whole{tl.busy.front().b, tl.busy.back().e};
+  NsInterval whole{tl.gpu(tl.ops.front()).start_ns, tl.gpu(tl.ops.front()).end_ns()};  // busy may be empty (0-us events)
   for (const auto& op : tl.ops) {
     whole.b = std::min(whole.b, tl.gpu(op).start_ns);
     whole.e = std::max(whole.e, tl.gpu(op).end_ns());

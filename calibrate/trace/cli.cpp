@@ -80,14 +80,14 @@ void register_trace_commands(CLI::App& app) {
       if (*definitions == "hta") {
         auto files = trace::read_trace(a->path);
         auto rep = trace::hta_report(files, a->path);
-        if (a->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+        if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         else std::cout << trace::to_table(rep);
         return;
       }
       auto table = load_table(*a);
       auto files = trace::read_trace(a->path);
       auto rep = trace::analyze(files, table, a->analyze, *window, a->path);
-      if (a->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << trace::to_table(rep);
     });
   });
@@ -147,7 +147,7 @@ void register_trace_commands(CLI::App& app) {
                                                   fmt::join(ranks_of(files), ", ")));
       }
       auto rep = trace::whatif(files, table, w->analyze, opt, w->path);
-      if (w->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      if (w->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << trace::to_table(rep);
     });
   });
@@ -165,7 +165,7 @@ void register_trace_commands(CLI::App& app) {
       auto table = load_table(*st);
       auto files = trace::read_trace(st->path);
       auto rep = trace::stragglers(files, table, st->analyze, *st_window, *st_eps, st->path);
-      if (st->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      if (st->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << trace::to_table(rep);
     });
   });

@@ -164,6 +164,20 @@ TEST(TraceAnalyze, AnOverflowingShapeIsNotAShape) {
   EXPECT_EQ(tl.ops[0].shape, -1);
 }
 
+// Only zero-duration GPU events: nothing is busy, nothing crashes (the busy union is empty).
+TEST(TraceAnalyze, ZeroDurationEventsOnly) {
+  TempDir d;
+  write_text(d.file("z.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 0, "args": {"stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 30, "dur": 0, "args": {"stream": 7}}]})json");
+  auto files = read_trace(d.file("z.json"));
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", "z");
+  const auto& all = phase_of(rep.ranks[0], "all");
+  EXPECT_DOUBLE_EQ(all.wall_us, 20.0);
+  EXPECT_DOUBLE_EQ(all.busy_us, 0.0);
+  EXPECT_EQ(all.events, 2);
+}
+
 // A step window without GPU events is said to be so, never "no window of this phase".
 TEST(TraceAnalyze, AWindowWithoutGpuEventsIsNamedAsSuch) {
   TempDir d;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "calibrate/trace/whatif.hpp"
@@ -302,6 +303,31 @@ TEST(TraceWhatIf, StragglersNameTheRankThatHoldsTheOthersBack) {
   }
   EXPECT_NE(to_table(rep).find("held back by: rank 7 (8.0 us over 8 collective(s))"), std::string::npos) << to_table(rep);
   EXPECT_THROW(stragglers({files[0]}, CategoryTable::builtin(), AnalyzeOptions{}, "decode", 2.0, "one"), std::invalid_argument);
+}
+
+// Two ranks ran two collectives in opposite orders (r0: X then Y, r1: Y then X, one stream each):
+// matched by kernel name they would wait for each other in a circle. The window is replayed with
+// each rank's measured collectives instead, with a warning, and still reproduces the trace.
+TEST(TraceWhatIf, CollectivesMatchedInACycleFallBackToMeasuredDurations) {
+  TempDir d;
+  auto rank = [](int r, const char* first, const char* second) {
+    return fmt::format(R"json({{"distributedInfo": {{"rank": {}}}, "traceEvents": [
+      {{"ph": "X", "cat": "kernel", "name": "{}", "ts": 1000, "dur": 10, "args": {{"stream": 7}}}},
+      {{"ph": "X", "cat": "kernel", "name": "{}", "ts": 1010, "dur": 10, "args": {{"stream": 7}}}}]}})json",
+                       r, first, second);
+  };
+  write_text(d.file("r0.json"), rank(0, "ncclKernel_X", "ncclKernel_Y"));
+  write_text(d.file("r1.json"), rank(1, "ncclKernel_Y", "ncclKernel_X"));
+  auto files = read_trace(d.str());
+  WhatIfOptions opt;
+  opt.window = "all";
+  auto rep = whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, opt, d.str());
+  EXPECT_EQ(rep.collectives.by_order, 2);
+  bool warned = false;
+  for (const auto& w : rep.warnings) warned |= w.find("wait for each other in a cycle") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_NEAR(rep.replay_us, 20.0, 1e-6);
+  EXPECT_LE(rep.max_replay_error_us, 1e-6);
 }
 
 // A graph that can never finish (a dependency cycle, which the inference never builds) ends the
