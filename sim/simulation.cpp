@@ -1,7 +1,11 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/simulation.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <stdexcept>
 
 #include <systemc>
@@ -21,29 +25,98 @@ void quiet_systemc_once() {
   }();
   (void)done;
 }
+
+/// Makes a Simulation's own kernel context the current one for a scope (SystemC reads the context
+/// through the global sc_curr_simcontext), and restores the previous one.
+class ContextScope {
+ public:
+  explicit ContextScope(sc_core::sc_simcontext* ctx)
+      : prev_(sc_core::sc_curr_simcontext), prev_default_(sc_core::sc_default_global_context) {
+    sc_core::sc_curr_simcontext = ctx;
+    sc_core::sc_default_global_context = ctx;
+  }
+  ~ContextScope() {
+    sc_core::sc_curr_simcontext = prev_;
+    sc_core::sc_default_global_context = prev_default_;
+  }
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  sc_core::sc_simcontext* prev_;
+  sc_core::sc_simcontext* prev_default_;
+};
+
+/// The process-wide clock the engine used to run on, in ps: every Simulation of a process shared
+/// one SystemC context, so each started where the previous one had stopped. Kernel time is now
+/// per Simulation (from zero); this counter only reproduces the floating-point rounding of the old
+/// clock in now(), so that every output stays bit-identical (see Simulation::now). Reset to zero
+/// once past 2^53 ps (2.5 hours of simulated time in one process), where the old clock was a third
+/// of the way to wrapping around.
+uint64_t g_process_clock_ps = 0;
+constexpr uint64_t kProcessClockResetPs = uint64_t{1} << 53;
+
+std::string seconds_text(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g s", s);
+  return buf;
+}
 }  // namespace
 
 struct Simulation::Impl {
-  sc_core::sc_event wake;
+  // Owned kernel context: time starts at zero for this simulation alone. Declared first, so it is
+  // destroyed last (the event and the process handle refer to it); ~Simulation also orders it.
+  std::unique_ptr<sc_core::sc_simcontext> ctx;
+  std::unique_ptr<sc_core::sc_event> wake;
   sc_core::sc_process_handle proc;
+  bool running = false;
+  bool ran_once = false;
+  uint64_t run_base_ps = 0;  // g_process_clock_ps when run() started
+  double t0_ps = 0;          // the old clock at run() start, converted as the old code did
 };
 
 Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
   quiet_systemc_once();
-  t0_ps_ = sc_core::sc_time_stamp().to_seconds() * kPsPerSecond;
+  impl_->ctx = std::make_unique<sc_core::sc_simcontext>();
+  ContextScope scope(impl_->ctx.get());
+  impl_->wake = std::make_unique<sc_core::sc_event>();  // registers with the current (own) context
 }
 
 Simulation::~Simulation() {
-  // The spawned process is dynamic-sensitive only to impl_->wake; once the agenda is empty it
-  // waits on nothing and never runs again, so destroying the event is safe.
+  // The spawned process is dynamic-sensitive only to the wake event; once the agenda is empty it
+  // waits on nothing and never runs again. Release the event and the handle while the own context
+  // is current and alive, then the context itself; never leave a deleted context current.
+  sc_core::sc_simcontext* ctx = impl_->ctx.get();
+  {
+    ContextScope scope(ctx);
+    impl_->proc = sc_core::sc_process_handle();
+    impl_->wake.reset();
+    impl_->ctx.reset();
+  }
+  if (sc_core::sc_curr_simcontext == ctx) sc_core::sc_curr_simcontext = nullptr;
+  if (sc_core::sc_default_global_context == ctx) sc_core::sc_default_global_context = nullptr;
+}
+
+Seconds Simulation::max_seconds() {
+  // 2^64 - 1 ps, SystemC 2.3's sc_time::value_type at the default 1 ps resolution, less 0.1%.
+  return 18446744.073709551615 * 0.999;
 }
 
 Seconds Simulation::now() const {
-  return (sc_core::sc_time_stamp().to_seconds() * kPsPerSecond - t0_ps_) / kPsPerSecond;
+  ContextScope scope(impl_->ctx.get());
+  // Kernel time since this simulation's start (own context, from zero), placed on the old
+  // process-wide clock and converted with the same arithmetic as before: outputs stay bit-identical.
+  if (!impl_->ran_once && !impl_->running) return 0.0;  // not started: its clock stands at zero
+  uint64_t clock_ps = impl_->run_base_ps + impl_->ctx->time_stamp().value();
+  return (sc_core::sc_time::from_value(clock_ps).to_seconds() * kPsPerSecond - impl_->t0_ps) / kPsPerSecond;
 }
 
 Timer Simulation::at(Seconds t, std::function<void()> fn) {
   const Seconds n = now();
+  if (!std::isfinite(t) || t > max_seconds())
+    throw std::range_error("Simulation::at: time " + seconds_text(t) +
+                           " is beyond the engine's range (SystemC's 64-bit picosecond clock ends at " +
+                           seconds_text(max_seconds()) + "): the simulated span is too long");
   if (t < n - 1e-12) throw std::logic_error("Simulation::at: time in the past");
   if (t < n) t = n;
   Item it{t, next_seq_++, next_id_++, std::move(fn)};
@@ -70,6 +143,14 @@ void Simulation::step() {
       continue;
     }
     ++events_;
+    if (budget_ != 0 && events_ > budget_) {
+      error_ = std::make_exception_ptr(std::runtime_error(
+          "simulation stopped: event budget of " + std::to_string(budget_) + " callbacks spent at t = " +
+          seconds_text(n) + " (a pathological input, or one larger than the budget allows)"));
+      agenda_ = decltype(agenda_)();
+      cancelled_.clear();
+      return;
+    }
     try {
       it.fn();
     } catch (...) {
@@ -90,8 +171,8 @@ void Simulation::step() {
   }
   if (!agenda_.empty()) {
     const double dt_ps = std::max(0.0, std::round((agenda_.top().t - n) * kPsPerSecond));
-    impl_->wake.notify(sc_core::sc_time(dt_ps, sc_core::SC_PS));
-    sc_core::next_trigger(impl_->wake);
+    impl_->wake->notify(sc_core::sc_time(dt_ps, sc_core::SC_PS));
+    sc_core::next_trigger(*impl_->wake);
   }
   // else: no next_trigger and no static sensitivity -> the process is dormant for good.
 }
@@ -99,12 +180,30 @@ void Simulation::step() {
 Seconds Simulation::run() {
   if (ran_) throw std::logic_error("Simulation::run called twice");
   ran_ = true;
+  ContextScope scope(impl_->ctx.get());
   sc_core::sc_spawn_options opts;
   opts.spawn_method();
   // Runs once at the current time (initialisation), then whenever the wake event fires.
   impl_->proc = sc_core::sc_spawn([this] { step(); }, sc_core::sc_gen_unique_name("fusesim_sim"),
                                   &opts);
-  sc_core::sc_start();
+  if (g_process_clock_ps > kProcessClockResetPs) g_process_clock_ps = 0;  // keep base + kernel time far from 2^64
+  // Time starts at zero for this run even where another simulation ran since this one was built
+  // (the old shared clock then started it where that one had stopped).
+  impl_->t0_ps = sc_core::sc_time::from_value(g_process_clock_ps).to_seconds() * kPsPerSecond;
+  impl_->run_base_ps = g_process_clock_ps;
+  impl_->running = true;
+  auto finish = [&] {
+    impl_->running = false;
+    impl_->ran_once = true;
+    g_process_clock_ps = impl_->run_base_ps + impl_->ctx->time_stamp().value();
+  };
+  try {
+    sc_core::sc_start();
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
   if (error_) std::rethrow_exception(error_);
   return now();
 }

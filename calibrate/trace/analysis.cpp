@@ -1,9 +1,10 @@
-// fusesim trace: timelines and the analyze report.
+// fusesim trace: timelines, the analyze report and HTA's metrics.
 #include "calibrate/trace/analysis.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
-#include <regex>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -21,38 +22,88 @@ const char* to_string(Phase p) {
   return "?";
 }
 
+bool is_profiler_step_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.size() <= kPrefix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  for (size_t i = kPrefix.size(); i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  return true;
+}
+
+StepMatcher::StepMatcher(const std::string& pattern) {
+  scanner_ = pattern == R"(ProfilerStep#\d+)" || pattern == R"(ProfilerStep#[0-9]+)";
+  if (scanner_) return;
+  try {
+    re_ = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::runtime_error(fmt::format("invalid --step-regex '{}': {}", pattern, e.what()));
+  }
+}
+
+bool StepMatcher::match(std::string_view name) const {
+  if (scanner_) return is_profiler_step_name(name);
+  return bounded_match(name, re_);
+}
+
 namespace {
 
-struct Interval { double b, e; };
-
-/// Sort and merge intervals in place; returns the union.
-std::vector<Interval> merge_union(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& x, const Interval& y) { return x.b < y.b; });
-  std::vector<Interval> out;
+/// Sort and merge intervals; returns the union (sorted, disjoint, empty intervals dropped).
+std::vector<NsInterval> merge_union(std::vector<NsInterval> v) {
+  std::sort(v.begin(), v.end(), [](const NsInterval& x, const NsInterval& y) { return x.b < y.b; });
+  std::vector<NsInterval> out;
   for (const auto& iv : v) {
+    if (iv.e <= iv.b) continue;
     if (!out.empty() && iv.b <= out.back().e) out.back().e = std::max(out.back().e, iv.e);
     else out.push_back(iv);
   }
   return out;
 }
 
-double measure(const std::vector<Interval>& u) {
-  double s = 0;
+int64_t measure(const std::vector<NsInterval>& u) {
+  int64_t s = 0;
   for (const auto& iv : u) s += iv.e - iv.b;
   return s;
 }
 
 /// Measure of the intersection of two unions (each sorted and disjoint).
-double intersect_measure(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double s = 0;
+int64_t intersect_measure(const std::vector<NsInterval>& a, const std::vector<NsInterval>& b) {
+  int64_t s = 0;
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    double lo = std::max(a[i].b, b[j].b), hi = std::min(a[i].e, b[j].e);
+    int64_t lo = std::max(a[i].b, b[j].b), hi = std::min(a[i].e, b[j].e);
     if (hi > lo) s += hi - lo;
     if (a[i].e < b[j].e) ++i;
     else ++j;
   }
   return s;
+}
+
+/// [b, e) less a union (sorted, disjoint): the pieces left, in order.
+std::vector<NsInterval> subtract(NsInterval x, const std::vector<NsInterval>& u) {
+  std::vector<NsInterval> out;
+  int64_t cur = x.b;
+  auto it = std::lower_bound(u.begin(), u.end(), x.b, [](const NsInterval& iv, int64_t t) { return iv.e <= t; });
+  for (; it != u.end() && it->b < x.e; ++it) {
+    if (it->b > cur) out.push_back({cur, std::min(it->b, x.e)});
+    cur = std::max(cur, it->e);
+    if (cur >= x.e) break;
+  }
+  if (cur < x.e) out.push_back({cur, x.e});
+  return out;
+}
+
+/// Add an interval to a union (sorted, disjoint) in place.
+void add_to_union(std::vector<NsInterval>& u, NsInterval x) {
+  if (x.e <= x.b) return;
+  auto it = std::lower_bound(u.begin(), u.end(), x.b, [](const NsInterval& iv, int64_t t) { return iv.e < t; });
+  auto first = it;
+  while (it != u.end() && it->b <= x.e) {
+    x.b = std::min(x.b, it->b);
+    x.e = std::max(x.e, it->e);
+    ++it;
+  }
+  it = u.erase(first, it);
+  u.insert(it, x);
 }
 
 Phase phase_of_m(int64_t m, const AnalyzeOptions& opt) {
@@ -64,6 +115,8 @@ std::string short_dtype(const std::string& t) {
   if (s.rfind("c10::", 0) == 0) s = s.substr(5);
   return s.empty() ? "?" : s;
 }
+
+double us(int64_t ns) { return ns_to_us(ns); }
 
 }  // namespace
 
@@ -109,16 +162,16 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
   std::vector<int32_t> parent(file.cpu_ops.size(), -1);
   {
     // Sweep each thread's CPU ops and runtime calls in time order with a stack of open ops.
-    struct Item { double t; double neg_dur; int kind; uint32_t idx; };  // kind 0 = op, 1 = call
+    struct Item { int64_t t; int64_t neg_dur; int kind; uint32_t idx; };  // kind 0 = op, 1 = call
     std::unordered_map<uint32_t, std::vector<Item>> per_thread;
     for (uint32_t i = 0; i < file.cpu_ops.size(); ++i) {
       const auto& c = file.cpu_ops[i];
-      per_thread[c.thread].push_back({c.start_us, -c.dur_us, 0, i});
+      per_thread[c.thread].push_back({c.start_ns, -c.dur_ns, 0, i});
     }
     for (uint32_t i = 0; i < file.runtime_calls.size(); ++i) {
       const auto& r = file.runtime_calls[i];
       if (r.correlation < 0) continue;
-      per_thread[r.thread].push_back({r.start_us, -r.dur_us, 1, i});
+      per_thread[r.thread].push_back({r.start_ns, -r.dur_ns, 1, i});
     }
     std::vector<uint32_t> stack;
     for (auto& [thread, items] : per_thread) {
@@ -129,7 +182,7 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       });
       stack.clear();
       for (const auto& it : items) {
-        while (!stack.empty() && file.cpu_ops[stack.back()].end_us() < it.t) stack.pop_back();
+        while (!stack.empty() && file.cpu_ops[stack.back()].end_ns() < it.t) stack.pop_back();
         int32_t top = stack.empty() ? -1 : static_cast<int32_t>(stack.back());
         if (it.kind == 0) {
           parent[it.idx] = top;
@@ -176,26 +229,25 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
 
   std::sort(tl.ops.begin(), tl.ops.end(), [&](const TimelineOp& a, const TimelineOp& b) {
     const auto &x = file.gpu_ops[a.gpu], &y = file.gpu_ops[b.gpu];
-    return x.start_us != y.start_us ? x.start_us < y.start_us : a.gpu < b.gpu;
+    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : a.gpu < b.gpu;
   });
 
   // --- windows ---
-  std::regex step_re;
-  try {
-    step_re = std::regex(opt.step_regex, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw std::runtime_error(fmt::format("invalid --step-regex '{}': {}", opt.step_regex, e.what()));
-  }
+  StepMatcher matcher(opt.step_regex);
   std::vector<uint32_t> steps;
   {
     std::vector<int8_t> is_step(file.strings.size(), -1);
     for (uint32_t i = 0; i < file.cpu_ops.size(); ++i) {
       uint32_t nm = file.cpu_ops[i].name;
-      if (is_step[nm] < 0) is_step[nm] = std::regex_match(file.strings.str(nm), step_re) ? 1 : 0;
+      if (is_step[nm] < 0) {
+        const auto& text = file.strings.str(nm);
+        is_step[nm] = matcher.match(text) ? 1 : 0;
+        if (!matcher.scanner() && text.size() > kMaxRegexNameBytes) tl.step_names_too_long++;
+      }
       if (is_step[nm]) steps.push_back(i);
     }
     std::sort(steps.begin(), steps.end(), [&](uint32_t a, uint32_t b) {
-      return file.cpu_ops[a].start_us < file.cpu_ops[b].start_us;
+      return file.cpu_ops[a].start_ns < file.cpu_ops[b].start_ns;
     });
   }
 
@@ -207,23 +259,30 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
 
   if (!steps.empty()) {
     tl.steps_from_annotations = true;
-    for (auto s : steps) tl.windows.push_back({file.strings.str(file.cpu_ops[s].name)});
+    for (auto s : steps) {
+      Window w;
+      w.name = file.strings.str(file.cpu_ops[s].name);
+      w.from_annotation = true;
+      w.cpu_start_us = file.cpu_ops[s].start_us();
+      w.cpu_end_us = file.cpu_ops[s].end_us();
+      tl.windows.push_back(std::move(w));
+    }
     for (auto& op : tl.ops) {
       const auto& g = file.gpu_ops[op.gpu];
-      double t;
+      int64_t t;
       bool by_launch = false;
       if (op.launched()) {
-        t = file.runtime_calls[static_cast<size_t>(op.launch_call)].start_us;
+        t = file.runtime_calls[static_cast<size_t>(op.launch_call)].start_ns;
         by_launch = true;
       } else {
-        t = g.start_us;
+        t = g.start_ns;
       }
-      auto it = std::upper_bound(steps.begin(), steps.end(), t, [&](double v, uint32_t s) {
-        return v < file.cpu_ops[s].start_us;
+      auto it = std::upper_bound(steps.begin(), steps.end(), t, [&](int64_t v, uint32_t s) {
+        return v < file.cpu_ops[s].start_ns;
       });
       if (it == steps.begin()) continue;
       auto s = static_cast<size_t>(std::distance(steps.begin(), it) - 1);
-      if (by_launch && t > file.cpu_ops[steps[s]].end_us()) continue;  // launched between steps
+      if (by_launch && t > file.cpu_ops[steps[s]].end_ns()) continue;  // launched between steps
       op.window = static_cast<int32_t>(s);
     }
     std::vector<std::vector<int64_t>> ms(tl.windows.size());
@@ -274,7 +333,9 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       }
     }
     if (merged.empty()) {
-      tl.windows.push_back({"all", Phase::unknown});
+      Window w;
+      w.name = "all";
+      tl.windows.push_back(w);
       for (auto& op : tl.ops) op.window = 0;
     } else {
       // Boundaries: the largest idle gap between the last vote of a run and the
@@ -285,19 +346,22 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
         size_t from = votes[merged[r - 1].last];
         size_t upto_vote = std::min(merged[r].first + static_cast<size_t>(std::max(opt.min_phase_votes, 1)) - 1, merged[r].last);
         size_t upto = votes[upto_vote];
-        double max_end = file.gpu_ops[tl.ops[from].gpu].end_us();
-        double best_gap = -1e300;
+        int64_t max_end = file.gpu_ops[tl.ops[from].gpu].end_ns();
+        int64_t best_gap = std::numeric_limits<int64_t>::min();
         size_t best = votes[merged[r].first];
         for (size_t i = from + 1; i <= upto; ++i) {
           const auto& g = file.gpu_ops[tl.ops[i].gpu];
-          double gap = g.start_us - max_end;
+          int64_t gap = g.start_ns - max_end;
           if (gap > best_gap) { best_gap = gap; best = i; }
-          max_end = std::max(max_end, g.end_us());
+          max_end = std::max(max_end, g.end_ns());
         }
         begin_of[r] = best;
       }
       for (size_t r = 0; r < merged.size(); ++r) {
-        tl.windows.push_back({fmt::format("run {}", r), merged[r].phase});
+        Window w;
+        w.name = fmt::format("run {}", r);
+        w.phase = merged[r].phase;
+        tl.windows.push_back(std::move(w));
         size_t end = r + 1 < merged.size() ? begin_of[r + 1] : tl.ops.size();
         for (size_t i = begin_of[r]; i < end; ++i) tl.ops[i].window = static_cast<int32_t>(r);
       }
@@ -308,20 +372,38 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
     }
   }
 
-  // GPU spans of windows.
+  // --- GPU spans of windows, the rank's busy union, and each window's share of the timeline ---
+  std::vector<NsInterval> span(tl.windows.size(), NsInterval{0, 0});
   std::vector<bool> seen(tl.windows.size(), false);
+  std::vector<NsInterval> all;
+  all.reserve(tl.ops.size());
   for (const auto& op : tl.ops) {
-    if (op.window < 0) continue;
-    auto& w = tl.windows[static_cast<size_t>(op.window)];
     const auto& g = file.gpu_ops[op.gpu];
-    if (!seen[static_cast<size_t>(op.window)]) {
-      w.start_us = g.start_us;
-      w.end_us = g.end_us();
-      seen[static_cast<size_t>(op.window)] = true;
+    all.push_back({g.start_ns, g.end_ns()});
+    if (op.window < 0) continue;
+    auto w = static_cast<size_t>(op.window);
+    tl.windows[w].gpu_events++;
+    if (!seen[w]) {
+      span[w] = {g.start_ns, g.end_ns()};
+      seen[w] = true;
     } else {
-      w.start_us = std::min(w.start_us, g.start_us);
-      w.end_us = std::max(w.end_us, g.end_us());
+      span[w].b = std::min(span[w].b, g.start_ns);
+      span[w].e = std::max(span[w].e, g.end_ns());
     }
+  }
+  tl.busy = merge_union(std::move(all));
+  tl.regions.assign(tl.windows.size(), {});
+  std::vector<NsInterval> earlier;  // union of earlier windows' spans
+  for (size_t w = 0; w < tl.windows.size(); ++w) {
+    auto& win = tl.windows[w];
+    if (!seen[w]) continue;
+    win.start_us = us(span[w].b);
+    win.end_us = us(span[w].e);
+    tl.regions[w] = subtract(span[w], earlier);
+    add_to_union(earlier, span[w]);
+    win.wall_us = us(measure(tl.regions[w]));
+    win.busy_us = us(intersect_measure(tl.regions[w], tl.busy));
+    if (win.from_annotation) win.ran_past_us = std::max(0.0, win.end_us - win.cpu_end_us);
   }
   return tl;
 }
@@ -333,64 +415,109 @@ std::vector<std::vector<uint32_t>> ops_by_window(const RankTimeline& tl) {
   return per;
 }
 
-PhaseStats window_stats(const RankTimeline& tl, const std::vector<std::vector<uint32_t>>& windows,
-                        const std::string& phase, const AnalyzeOptions& opt) {
-  PhaseStats s;
-  s.phase = phase;
+namespace {
+
+/// Categories, families, streams, communication and its overlap of one group of ops (added to s).
+void add_op_stats(const RankTimeline& tl, const std::vector<uint32_t>& idx, PhaseStats& s, std::set<int64_t>& streams) {
   const auto& file = *tl.file;
-  std::set<int> streams;
-  for (const auto& idx : windows) {
-    if (idx.empty()) continue;
-    s.windows++;
-    std::vector<Interval> all;
-    std::map<int, std::vector<Interval>> comm_by_stream, compute_by_stream;
-    double first = 1e300, last = -1e300;
-    for (uint32_t i : idx) {
-      const auto& op = tl.ops[i];
-      const auto& g = file.gpu_ops[op.gpu];
-      first = std::min(first, g.start_us);
-      last = std::max(last, g.end_us());
-      all.push_back({g.start_us, g.end_us()});
-      s.events++;
-      s.kernel_us += g.dur_us;
-      const auto& cat = tl.table->category(op.category);
-      auto& cs = s.by_category[cat.name];
-      cs.count++;
-      cs.total_us += g.dur_us;
-      const auto& fam = tl.families[static_cast<size_t>(op.family)];
-      auto& fs = s.by_family[fam.empty() ? cat.name : cat.name + "/" + fam];
-      fs.count++;
-      fs.total_us += g.dur_us;
-      streams.insert(g.stream);
-      if (cat.cls == OpClass::communication) {
-        s.comm_us += g.dur_us;
-        comm_by_stream[g.stream].push_back({g.start_us, g.end_us()});
-      } else if (cat.cls == OpClass::compute) {
-        compute_by_stream[g.stream].push_back({g.start_us, g.end_us()});
-      }
-      if (cat.name == "gemm") {
-        s.gemm_kernels++;
-        if (op.shape >= 0) s.gemm_kernels_with_shape++;
-      }
+  std::map<int64_t, std::vector<NsInterval>> comm_by_stream, compute_by_stream;
+  for (uint32_t i : idx) {
+    const auto& op = tl.ops[i];
+    const auto& g = file.gpu_ops[op.gpu];
+    s.events++;
+    s.kernel_us += g.dur_us();
+    const auto& cat = tl.table->category(op.category);
+    auto& cs = s.by_category[cat.name];
+    cs.count++;
+    cs.total_us += g.dur_us();
+    const auto& fam = tl.families[static_cast<size_t>(op.family)];
+    auto& fs = s.by_family[fam.empty() ? cat.name : cat.name + "/" + fam];
+    fs.count++;
+    fs.total_us += g.dur_us();
+    streams.insert(g.stream);
+    if (cat.cls == OpClass::communication) {
+      s.comm_us += g.dur_us();
+      comm_by_stream[g.stream].push_back({g.start_ns, g.end_ns()});
+    } else if (cat.cls == OpClass::compute) {
+      compute_by_stream[g.stream].push_back({g.start_ns, g.end_ns()});
     }
-    auto u = merge_union(std::move(all));
-    double busy = measure(u);
-    s.wall_us += last - first;
-    s.busy_us += busy;
-    for (size_t k = 1; k < u.size(); ++k) {
-      double gap = u[k].b - u[k - 1].e;
-      if (gap >= opt.gap_min_us) s.idle_gaps++;
-      s.largest_gap_us = std::max(s.largest_gap_us, gap);
-    }
-    for (auto& [stream, ivs] : comm_by_stream) {
-      auto cu = merge_union(ivs);
-      s.comm_busy_us += measure(cu);
-      std::vector<Interval> other;
-      for (const auto& [st2, c] : compute_by_stream)
-        if (st2 != stream) other.insert(other.end(), c.begin(), c.end());
-      s.comm_overlap_us += intersect_measure(cu, merge_union(std::move(other)));
+    if (cat.name == "gemm") {
+      s.gemm_kernels++;
+      if (op.shape >= 0) s.gemm_kernels_with_shape++;
     }
   }
+  for (auto& [stream, ivs] : comm_by_stream) {
+    auto cu = merge_union(ivs);
+    s.comm_busy_us += us(measure(cu));
+    std::vector<NsInterval> other;
+    for (const auto& [st2, c] : compute_by_stream)
+      if (st2 != stream) other.insert(other.end(), c.begin(), c.end());
+    s.comm_overlap_us += us(intersect_measure(cu, merge_union(std::move(other))));
+  }
+}
+
+/// Idle gaps of the busy union inside a set of disjoint pieces (sorted): count >= min, largest.
+void add_gaps(const std::vector<NsInterval>& pieces, const std::vector<NsInterval>& busy, double gap_min_us,
+              PhaseStats& s) {
+  for (const auto& p : pieces) {
+    for (const auto& gap : subtract(p, busy)) {
+      // A piece's own edges are event edges (a span starts at an event start and ends at an
+      // event end; a piece cut by an earlier span starts at that span's last end), so each
+      // uncovered part is an idle gap between events.
+      double g = us(gap.e - gap.b);
+      if (g >= gap_min_us) s.idle_gaps++;
+      s.largest_gap_us = std::max(s.largest_gap_us, g);
+    }
+  }
+}
+
+}  // namespace
+
+PhaseStats window_stats(const RankTimeline& tl, const std::vector<int>& windows, const std::string& phase,
+                        const AnalyzeOptions& opt) {
+  PhaseStats s;
+  s.phase = phase;
+  std::set<int64_t> streams;
+  auto per = ops_by_window(tl);
+  for (int w : windows) {
+    const auto& win = tl.windows.at(static_cast<size_t>(w));
+    if (win.gpu_events == 0) {
+      s.empty_windows++;
+      continue;
+    }
+    s.windows++;
+    s.wall_us += win.wall_us;
+    s.busy_us += win.busy_us;
+    s.span_us += win.span_us();
+    if (win.from_annotation) s.cpu_us += win.cpu_us();
+    add_gaps(tl.regions[static_cast<size_t>(w)], tl.busy, opt.gap_min_us, s);
+    add_op_stats(tl, per[static_cast<size_t>(w)], s, streams);
+  }
+  s.idle_us = s.wall_us - s.busy_us;
+  s.streams.assign(streams.begin(), streams.end());
+  return s;
+}
+
+PhaseStats whole_trace_stats(const RankTimeline& tl, const AnalyzeOptions& opt) {
+  PhaseStats s;
+  s.phase = "all";
+  if (tl.ops.empty()) return s;
+  std::set<int64_t> streams;
+  std::vector<uint32_t> idx(tl.ops.size());
+  std::iota(idx.begin(), idx.end(), 0u);
+  s.windows = 1;
+  NsInterval whole{tl.gpu(tl.ops.front()).start_ns, tl.gpu(tl.ops.front()).end_ns()};  // busy may be empty (0-us events)
+  for (const auto& op : tl.ops) {
+    whole.b = std::min(whole.b, tl.gpu(op).start_ns);
+    whole.e = std::max(whole.e, tl.gpu(op).end_ns());
+  }
+  s.wall_us = us(whole.e - whole.b);
+  s.span_us = s.wall_us;
+  s.busy_us = us(measure(tl.busy));
+  for (const auto& w : tl.windows)
+    if (w.from_annotation && w.gpu_events > 0) s.cpu_us += w.cpu_us();
+  add_gaps({whole}, tl.busy, opt.gap_min_us, s);
+  add_op_stats(tl, idx, s, streams);
   s.idle_us = s.wall_us - s.busy_us;
   s.streams.assign(streams.begin(), streams.end());
   return s;
@@ -400,6 +527,7 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
                        const AnalyzeOptions& opt, const std::string& window, const std::string& path) {
   if (window != "prefill" && window != "decode" && window != "all")
     throw std::invalid_argument(fmt::format("--window must be prefill, decode or all, not \"{}\"", window));
+  require_gpu_events(files, "analyze");
   AnalysisReport rep;
   rep.path = path;
   rep.window = window;
@@ -420,6 +548,11 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
 
   for (const auto& f : files) {
     RankTimeline tl = build_timeline(f, table, opt);
+    for (const auto& w : f.warnings) rep.warnings.push_back(w);
+    if (tl.step_names_too_long > 0)
+      rep.warnings.push_back(fmt::format("{}: {} CPU event name(s) longer than {} bytes were not tried against --step-regex "
+                                         "(std::regex backtracks recursively; the default ProfilerStep#N has no limit)",
+                                         f.path, tl.step_names_too_long, kMaxRegexNameBytes));
     RankReport rr;
     rr.rank = f.rank;
     rr.file = f.path;
@@ -431,14 +564,12 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
     for (const auto& [k, v] : f.skipped) rep.skipped[k] += v;
     rr.window_rule = tl.steps_from_annotations ? "step annotations (" + opt.step_regex + ")" : "GEMM M runs";
     rr.windows = tl.windows;
-    std::vector<uint32_t> all(tl.ops.size());
-    for (uint32_t i = 0; i < tl.ops.size(); ++i) {
-      all[i] = i;
+    for (const auto& w : tl.windows)
+      if (w.gpu_events == 0) rr.empty_windows++;
+    for (uint32_t i = 0; i < tl.ops.size(); ++i)
       if (tl.ops[i].launched()) rr.launched++;
-    }
-    std::map<Phase, std::vector<std::vector<uint32_t>>> by_phase;
-    auto per_window = ops_by_window(tl);
-    for (size_t w = 0; w < tl.windows.size(); ++w) by_phase[tl.windows[w].phase].push_back(std::move(per_window[w]));
+    std::map<Phase, std::vector<int>> by_phase;
+    for (size_t w = 0; w < tl.windows.size(); ++w) by_phase[tl.windows[w].phase].push_back(static_cast<int>(w));
     std::vector<Phase> wanted;
     if (window == "all") wanted = {Phase::prefill, Phase::decode, Phase::unknown};
     else wanted = {window == "prefill" ? Phase::prefill : Phase::decode};
@@ -454,7 +585,7 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
       }
       rr.phases.push_back(window_stats(tl, it->second, to_string(p), opt));
     }
-    if (window == "all") rr.phases.push_back(window_stats(tl, {all}, "all", opt));
+    if (window == "all") rr.phases.push_back(whole_trace_stats(tl, opt));
     for (const auto& ps : rr.phases) comm_per_phase[ps.phase].push_back({ps.comm_us, f.rank});
 
     // GEMM shapes.
@@ -471,7 +602,7 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
       auto& acc = shapes[key];
       acc.calls.insert({f.rank, op.gemm_op});
       acc.kernels++;
-      acc.us += f.gpu_ops[op.gpu].dur_us;
+      acc.us += f.gpu_ops[op.gpu].dur_us();
       const auto& fam = tl.families[static_cast<size_t>(op.family)];
       acc.families.insert(table.category(op.category).name + (fam.empty() ? "" : "/" + fam));
       if (acc.example.empty()) acc.example = f.strings.str(f.gpu_ops[op.gpu].name);
@@ -530,8 +661,11 @@ nlohmann::json stats_json(const PhaseStats& s) {
   nlohmann::json j;
   j["phase"] = s.phase;
   j["windows"] = s.windows;
+  j["windows_without_gpu_events"] = s.empty_windows;
   j["gpu_events"] = s.events;
   j["wall_us"] = s.wall_us;
+  j["span_us"] = s.span_us;
+  j["cpu_step_us"] = s.cpu_us;
   j["busy_us"] = s.busy_us;
   j["idle_us"] = s.idle_us;
   j["idle_gaps"] = s.idle_gaps;
@@ -572,9 +706,19 @@ nlohmann::json to_json(const AnalysisReport& r) {
     jr["skipped_events"] = rr.skipped;
     jr["window_rule"] = rr.window_rule;
     jr["windows"] = nlohmann::json::array();
-    for (const auto& w : rr.windows)
-      jr["windows"].push_back({{"name", w.name}, {"phase", to_string(w.phase)}, {"start_us", w.start_us},
-                               {"end_us", w.end_us}, {"median_gemm_m", w.median_m}});
+    for (const auto& w : rr.windows) {
+      nlohmann::json jw = {{"name", w.name}, {"phase", to_string(w.phase)}, {"gpu_events", w.gpu_events},
+                           {"start_us", w.start_us}, {"end_us", w.end_us}, {"span_us", w.span_us()},
+                           {"wall_us", w.wall_us}, {"busy_us", w.busy_us}, {"median_gemm_m", w.median_m}};
+      if (w.from_annotation) {
+        jw["cpu_start_us"] = w.cpu_start_us;
+        jw["cpu_end_us"] = w.cpu_end_us;
+        jw["cpu_step_us"] = w.cpu_us();
+        jw["ran_past_cpu_step_us"] = w.ran_past_us;
+      }
+      jr["windows"].push_back(jw);
+    }
+    jr["windows_without_gpu_events"] = rr.empty_windows;
     jr["phases"] = nlohmann::json::array();
     for (const auto& s : rr.phases) jr["phases"].push_back(stats_json(s));
     j["ranks"].push_back(jr);
@@ -592,8 +736,36 @@ nlohmann::json to_json(const AnalysisReport& r) {
                      {"ops_with_empty_input_dims", r.ops_with_empty_input_dims},
                      {"empty_by_op", r.empty_input_dims_by_op}};
   j["skipped_events"] = r.skipped;
+  j["warnings"] = r.warnings;
   return j;
 }
+
+namespace {
+/// The per-step table of one rank (at most 24 rows; JSON lists every window).
+void print_steps(std::back_insert_iterator<std::string> out, const RankReport& rr) {
+  if (rr.windows.empty()) return;
+  bool annotated = std::any_of(rr.windows.begin(), rr.windows.end(), [](const Window& w) { return w.from_annotation; });
+  fmt::format_to(out, "   {:<22} {:<8} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "window", "phase", "events",
+                 annotated ? "cpu_step_us" : "", "gpu_span_us", "wall_us", "busy_us", annotated ? "ran_past_us" : "");
+  constexpr size_t kRows = 24;
+  double wall = 0, span = 0, cpu = 0;
+  for (size_t i = 0; i < rr.windows.size(); ++i) {
+    const auto& w = rr.windows[i];
+    wall += w.wall_us;
+    span += w.span_us();
+    if (w.from_annotation) cpu += w.cpu_us();
+    if (i >= kRows) continue;
+    std::string name = w.name.size() > 22 ? w.name.substr(0, 19) + "..." : w.name;
+    fmt::format_to(out, "   {:<22} {:<8} {:>7} {:>12} {:>12.1f} {:>12.1f} {:>12.1f} {:>12}\n", name, to_string(w.phase), w.gpu_events,
+                   w.from_annotation ? fmt::format("{:.1f}", w.cpu_us()) : std::string(), w.span_us(), w.wall_us, w.busy_us,
+                   w.from_annotation ? fmt::format("{:.1f}", w.ran_past_us) : std::string());
+  }
+  if (rr.windows.size() > kRows)
+    fmt::format_to(out, "   ... {} more window(s) (--format json lists every one)\n", rr.windows.size() - kRows);
+  fmt::format_to(out, "   {:<22} {:<8} {:>7} {:>12} {:>12.1f} {:>12.1f}\n", "(sum)", "", "",
+                 annotated ? fmt::format("{:.1f}", cpu) : std::string(), span, wall);
+}
+}  // namespace
 
 std::string to_table(const AnalysisReport& r) {
   std::string o;
@@ -601,6 +773,7 @@ std::string to_table(const AnalysisReport& r) {
   int64_t events = 0;
   for (const auto& rr : r.ranks) events += static_cast<int64_t>(rr.events);
   fmt::format_to(out, "trace {}: {} rank(s), world size {}, {} events\n", r.path, r.ranks.size(), r.world_size, events);
+  for (const auto& w : r.warnings) fmt::format_to(out, "warning: {}\n", w);
   if (!r.skipped.empty()) {
     fmt::format_to(out, "skipped event kinds (ph/cat: count):");
     for (const auto& [k, v] : r.skipped) fmt::format_to(out, " {}: {};", k, v);
@@ -610,15 +783,28 @@ std::string to_table(const AnalysisReport& r) {
     fmt::format_to(out, "\n== rank {} ({}{}{}) — windows from {}: {}\n", rr.rank, rr.file,
                    rr.device_name.empty() ? "" : ", ", rr.device_name, rr.window_rule, rr.windows.size());
     fmt::format_to(out, "   GPU events joined to their launch: {} of {}\n", rr.launched, rr.gpu_events);
+    print_steps(out, rr);
     for (const auto& s : rr.phases) {
       if (s.windows == 0) {
-        fmt::format_to(out, "-- {}: no window of this phase\n", s.phase);
+        if (s.empty_windows > 0)
+          fmt::format_to(out, "-- {}: {} window{} of this phase, none holding a GPU event\n", s.phase, s.empty_windows,
+                         s.empty_windows == 1 ? "" : "s");
+        else if (rr.empty_windows > 0)
+          fmt::format_to(out, "-- {}: no window of this phase ({} window{} of the trace hold{} no GPU event, so {} phase is unknown)\n",
+                         s.phase, rr.empty_windows, rr.empty_windows == 1 ? "" : "s", rr.empty_windows == 1 ? "s" : "",
+                         rr.empty_windows == 1 ? "its" : "their");
+        else
+          fmt::format_to(out, "-- {}: no window of this phase\n", s.phase);
         continue;
       }
       double busy_pct = s.wall_us > 0 ? 100.0 * s.busy_us / s.wall_us : 0;
-      fmt::format_to(out, "-- {} ({} window{}): wall {:.1f} us, GPU busy {:.1f} us ({:.1f}%), idle {:.1f} us in {} gap(s) (largest {:.1f} us), streams [{}]\n",
-                     s.phase, s.windows, s.windows == 1 ? "" : "s", s.wall_us, s.busy_us, busy_pct, s.idle_us,
+      std::string empties = s.empty_windows > 0 ? fmt::format(" and {} without GPU events", s.empty_windows) : std::string();
+      fmt::format_to(out, "-- {} ({} window{}{}): wall {:.1f} us, GPU busy {:.1f} us ({:.1f}%), idle {:.1f} us in {} gap(s) (largest {:.1f} us), streams [{}]\n",
+                     s.phase, s.windows, s.windows == 1 ? "" : "s", empties, s.wall_us, s.busy_us, busy_pct, s.idle_us,
                      s.idle_gaps, s.largest_gap_us, fmt::join(s.streams, ","));
+      if (s.span_us > s.wall_us + 0.05 && s.phase != "all")
+        fmt::format_to(out, "   (the windows' own GPU spans add up to {:.1f} us: steps overlap on the GPU, and each overlap is "
+                            "counted once, in the earlier step)\n", s.span_us);
       fmt::format_to(out, "   {:<32} {:>8} {:>12} {:>10} {:>7}\n", "category  (family)", "count", "total_us", "avg_us", "%");
       auto pct = [&](double us) { return s.kernel_us > 0 ? 100.0 * us / s.kernel_us : 0.0; };
       std::vector<std::pair<std::string, CategoryStat>> cats(s.by_category.begin(), s.by_category.end());
@@ -663,6 +849,189 @@ std::string to_table(const AnalysisReport& r) {
   std::vector<std::pair<std::string, int64_t>> e(r.empty_input_dims_by_op.begin(), r.empty_input_dims_by_op.end());
   std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [k, v] : e) fmt::format_to(out, "   {:<40} {:>10}\n", k, v);
+  return o;
+}
+
+// ------------------------------------------------------------------------------ HTA's metrics ----
+
+const char* to_string(HtaKernelType t) {
+  switch (t) {
+    case HtaKernelType::communication: return "COMMUNICATION";
+    case HtaKernelType::computation: return "COMPUTATION";
+    case HtaKernelType::memory: return "MEMORY";
+    case HtaKernelType::synchronization: return "SYNCHRONIZATION";
+  }
+  return "?";
+}
+
+HtaKernelType hta_kernel_type(std::string_view n) {
+  auto starts = [&](std::string_view p) { return n.size() >= p.size() && n.compare(0, p.size(), p) == 0; };
+  // HTA: communication ^nccl|^hip|^hccl|.*ncclKernel.*, memory ^(hip)?Memcpy|^(hip)?Memset|^dma.
+  if (starts("nccl") || starts("hip") || starts("hccl") || n.find("ncclKernel") != std::string_view::npos)
+    return HtaKernelType::communication;
+  if (starts("Memcpy") || starts("Memset") || starts("hipMemcpy") || starts("hipMemset") || starts("dma"))
+    return HtaKernelType::memory;
+  return HtaKernelType::computation;
+}
+
+namespace {
+/// Round to 2 decimals the way pandas/numpy do (x * 100, round half to even, / 100).
+double round2(double x) { return std::nearbyint(x * 100.0) / 100.0; }
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+}  // namespace
+
+HtaMetrics hta_metrics(const TraceFile& f) {
+  HtaMetrics m;
+  m.rank = f.rank;
+  m.file = f.path;
+  // The last ProfilerStep (by start) and the launch time of each correlation id.
+  int64_t last_step = 0;
+  bool has_steps = false;
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (const auto& c : f.cpu_ops)
+    if (is_profiler_step_name(f.strings.str(c.name))) steps.emplace_back(c.start_ns, f.strings.str(c.name));
+  std::sort(steps.begin(), steps.end());
+  if (!steps.empty()) {
+    has_steps = true;
+    last_step = steps.back().first;
+    m.step_dropped = steps.back().second;
+    for (size_t i = 0; i + 1 < steps.size(); ++i) m.steps_kept.push_back(steps[i].second);
+  }
+  std::unordered_map<int64_t, int64_t> launch_at;
+  if (has_steps) {
+    launch_at.reserve(f.runtime_calls.size());
+    for (const auto& r : f.runtime_calls)
+      if (r.correlation >= 0) launch_at.emplace(r.correlation, r.start_ns);
+  }
+  auto kept = [&](int64_t correlation) {
+    if (!has_steps) return true;
+    auto it = launch_at.find(correlation);
+    return it != launch_at.end() && it->second < last_step;
+  };
+  struct Ev { int64_t b, e; HtaKernelType t; };
+  std::vector<Ev> evs;
+  auto add = [&](int64_t start_ns, int64_t dur_ns, HtaKernelType t) {
+    int64_t b = ceil_div(f.origin_ns + start_ns, 1000), e = floor_div(f.origin_ns + start_ns + dur_ns, 1000);
+    evs.push_back({b, std::max(b, e), t});
+  };
+  for (const auto& g : f.gpu_ops) {
+    if (!g.has_stream || g.stream == -1) continue;
+    if (!kept(g.correlation)) { m.dropped_events++; continue; }
+    add(g.start_ns, g.dur_ns, hta_kernel_type(f.strings.str(g.name)));
+  }
+  for (const auto& s : f.syncs) {
+    if (!s.has_stream || s.stream == -1) continue;
+    if (!kept(s.correlation)) { m.dropped_events++; continue; }
+    add(s.start_ns, s.dur_ns, HtaKernelType::synchronization);
+  }
+  m.gpu_events = static_cast<int64_t>(evs.size());
+  if (evs.empty())
+    throw TraceError(f.path, -1, has_steps ? fmt::format("HTA's definitions keep no GPU event: none was launched before the last "
+                                                         "ProfilerStep ({}), which HTA drops", m.step_dropped)
+                                           : std::string("HTA's definitions find no GPU event (args.stream != -1)"));
+  int64_t lo = evs.front().b, hi = evs.front().e;
+  std::vector<NsInterval> all, comp, comm;  // integer microseconds here
+  for (const auto& e : evs) {
+    lo = std::min(lo, e.b);
+    hi = std::max(hi, e.e);
+    all.push_back({e.b, e.e});
+    if (e.t == HtaKernelType::computation) comp.push_back({e.b, e.e});
+    if (e.t == HtaKernelType::communication) comm.push_back({e.b, e.e});
+  }
+  auto ua = merge_union(all), uc = merge_union(comp), um = merge_union(comm);
+  m.span_us = hi - lo;
+  m.busy_us = measure(ua);
+  m.idle_us = m.span_us - m.busy_us;
+  m.compute_us = measure(uc);
+  m.non_compute_us = m.busy_us - m.compute_us;
+  auto pct = [&](int64_t x) { return m.span_us > 0 ? round2(100.0 * static_cast<double>(x) / static_cast<double>(m.span_us)) : 0.0; };
+  m.idle_pct = pct(m.idle_us);
+  m.compute_pct = pct(m.compute_us);
+  m.non_compute_pct = pct(m.non_compute_us);
+  m.comm_us = measure(um);
+  m.overlap_us = intersect_measure(uc, um);
+  if (m.comm_us > 0) m.overlap_pct = round2(100.0 * static_cast<double>(m.overlap_us) / static_cast<double>(m.comm_us));
+  int64_t total = 0;
+  std::map<HtaKernelType, HtaTypeRow> rows;
+  for (const auto& e : evs) {
+    auto& r = rows[e.t];
+    r.type = e.t;
+    r.events++;
+    r.sum_us += e.e - e.b;
+    total += e.e - e.b;
+  }
+  for (auto& [t, r] : rows) {
+    r.pct = total > 0 ? round2(100.0 * static_cast<double>(r.sum_us) / static_cast<double>(total)) : 0.0;
+    m.kernel_types.push_back(r);
+  }
+  std::sort(m.kernel_types.begin(), m.kernel_types.end(), [](const HtaTypeRow& a, const HtaTypeRow& b) { return a.sum_us > b.sum_us; });
+  return m;
+}
+
+HtaReport hta_report(const std::vector<TraceFile>& files, const std::string& path) {
+  require_gpu_events(files, "analyze");
+  HtaReport r;
+  r.path = path;
+  for (const auto& f : files) {
+    for (const auto& w : f.warnings) r.warnings.push_back(w);
+    r.ranks.push_back(hta_metrics(f));
+  }
+  return r;
+}
+
+nlohmann::json to_json(const HtaReport& r) {
+  nlohmann::json j;
+  j["path"] = r.path;
+  j["definitions"] = "hta";
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& m : r.ranks) {
+    nlohmann::json jr;
+    jr["rank"] = m.rank;
+    jr["file"] = m.file;
+    jr["steps_kept"] = m.steps_kept;
+    jr["step_dropped"] = m.step_dropped;
+    jr["gpu_events"] = m.gpu_events;
+    jr["gpu_events_dropped"] = m.dropped_events;
+    jr["temporal_breakdown"] = {{"span_us", m.span_us},         {"idle_us", m.idle_us},
+                                {"compute_us", m.compute_us},   {"non_compute_us", m.non_compute_us},
+                                {"idle_pct", m.idle_pct},       {"compute_pct", m.compute_pct},
+                                {"non_compute_pct", m.non_compute_pct}};
+    jr["comm_comp_overlap"] = {{"communication_us", m.comm_us}, {"overlap_us", m.overlap_us},
+                               {"overlap_pct", m.overlap_pct ? nlohmann::json(*m.overlap_pct) : nlohmann::json(nullptr)}};
+    jr["kernel_types"] = nlohmann::json::array();
+    for (const auto& t : m.kernel_types)
+      jr["kernel_types"].push_back({{"type", to_string(t.type)}, {"events", t.events}, {"sum_us", t.sum_us}, {"pct", t.pct}});
+    j["ranks"].push_back(jr);
+  }
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string to_table(const HtaReport& r) {
+  std::string o;
+  auto out = std::back_inserter(o);
+  fmt::format_to(out, "trace {}: {} rank(s), Holistic Trace Analysis' definitions (--definitions hta)\n", r.path, r.ranks.size());
+  for (const auto& w : r.warnings) fmt::format_to(out, "warning: {}\n", w);
+  fmt::format_to(out, "temporal breakdown (% of the GPU span) and communication/computation overlap, per rank\n");
+  fmt::format_to(out, "   {:>4} {:>8} {:>9} {:>13} {:>12} {:>12} {:>14}  {}\n", "rank", "idle %", "compute %", "non-compute %",
+                 "span_us", "overlap %", "comm_union_us", "steps kept");
+  for (const auto& m : r.ranks) {
+    std::string steps = m.step_dropped.empty() ? "(no ProfilerStep: all GPU events)"
+                        : m.steps_kept.empty()  ? fmt::format("none ({} dropped)", m.step_dropped)
+                        : m.steps_kept.size() == 1
+                            ? fmt::format("{} ({} dropped)", m.steps_kept.front(), m.step_dropped)
+                            : fmt::format("{}..{} ({} dropped)", m.steps_kept.front(), m.steps_kept.back(), m.step_dropped);
+    fmt::format_to(out, "   {:>4} {:>8.2f} {:>9.2f} {:>13.2f} {:>12} {:>12} {:>14}  {}\n", m.rank, m.idle_pct, m.compute_pct,
+                   m.non_compute_pct, m.span_us, m.overlap_pct ? fmt::format("{:.2f}", *m.overlap_pct) : std::string("-"),
+                   m.comm_us, steps);
+  }
+  fmt::format_to(out, "kernel-type breakdown (sum of event durations, % of all types)\n");
+  for (const auto& m : r.ranks) {
+    fmt::format_to(out, "   rank {}:", m.rank);
+    for (const auto& t : m.kernel_types) fmt::format_to(out, " {} {} us ({:.2f}%, {} events);", to_string(t.type), t.sum_us, t.pct, t.events);
+    o += "\n";
+  }
   return o;
 }
 

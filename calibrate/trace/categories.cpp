@@ -19,6 +19,16 @@ const char* to_string(OpClass c) {
   return "?";
 }
 
+bool bounded_search(std::string_view name, const std::regex& re) {
+  if (name.size() > kMaxRegexNameBytes) name = name.substr(0, kMaxRegexNameBytes);
+  return std::regex_search(name.begin(), name.end(), re);
+}
+
+bool bounded_match(std::string_view name, const std::regex& re) {
+  if (name.size() > kMaxRegexNameBytes) return false;
+  return std::regex_match(name.begin(), name.end(), re);
+}
+
 namespace {
 
 [[noreturn]] void bad(const std::string& source, const YAML::Node& n, const std::string& msg) {
@@ -193,7 +203,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
 Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) const {
   for (const auto& r : rules_) {
     if (r.kind && *r.kind != kind) continue;
-    if (std::regex_search(name, r.pattern)) return {r.category, r.family};
+    if (bounded_search(name, r.pattern)) return {r.category, r.family};
   }
   if (kind != GpuOpKind::kernel) {
     int c = find("copy");
@@ -204,7 +214,7 @@ Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) 
 
 const GemmOpRule* CategoryTable::gemm_rule(const std::string& op_name) const {
   for (const auto& g : gemm_ops_)
-    if (std::regex_match(op_name, g.op)) return &g;
+    if (bounded_match(op_name, g.op)) return &g;
   return nullptr;
 }
 
@@ -220,14 +230,17 @@ std::optional<GemmShape> CategoryTable::gemm_shape(const GemmOpRule& rule, const
   s.k = a.back();
   if (b.size() == 2) {
     s.m = 1;
-    for (size_t i = 0; i + 1 < a.size(); ++i) s.m *= a[i];
+    for (size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] < 0 || __builtin_mul_overflow(s.m, a[i], &s.m)) return std::nullopt;  // not a real shape
   } else {
     s.m = a[a.size() - 2];
-    for (size_t i = 0; i + 2 < b.size(); ++i) s.batch *= b[i];
+    for (size_t i = 0; i + 2 < b.size(); ++i)
+      if (b[i] < 0 || __builtin_mul_overflow(s.batch, b[i], &s.batch)) return std::nullopt;
   }
   int64_t b_k = rule.b_is_nk ? b.back() : b[b.size() - 2];
   s.n = rule.b_is_nk ? b[b.size() - 2] : b.back();
   if (b_k != s.k) return std::nullopt;  // not the layout the rule claims
+  if (s.m < 0 || s.n < 0 || s.k < 0) return std::nullopt;
   s.a_dtype = ia.dtype;
   s.b_dtype = ib.dtype;
   return s;

@@ -5,11 +5,27 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "calibrate/trace/kineto_reader.hpp"
 
 namespace fusesim::trace {
+
+/**
+ * Longest name (bytes) a std::regex is run on. libstdc++'s std::regex matches by recursive
+ * backtracking, one stack frame or more per input character: a 40 KB name overflowed an 8 MiB stack
+ * with the default step pattern, and 16 KB still ran in 5 ms. Names of real kernels and operators
+ * stay under ~2 KB (the longest of the seven HTA test traces: 1956 bytes).
+ */
+constexpr size_t kMaxRegexNameBytes = 4096;
+
+/// std::regex_search over the first kMaxRegexNameBytes bytes of `name` only (a category rule looks
+/// for a library or family marker, which sits at the front of a mangled or templated name).
+bool bounded_search(std::string_view name, const std::regex& re);
+/// std::regex_match of the whole name; false, without running the regex, for a name longer than
+/// kMaxRegexNameBytes (no operator or annotation name a rule is written for is that long).
+bool bounded_match(std::string_view name, const std::regex& re);
 
 /// How a category counts in the overlap analysis.
 enum class OpClass : uint8_t { compute, communication, copy };
@@ -71,6 +87,7 @@ class CategoryTable {
   void prepend_user_rules_file(const std::string& path);
   void prepend_user_rules(const std::string& yaml_text, const std::string& source);
 
+  /// The first rule matching `name` (regexes see its first kMaxRegexNameBytes bytes) and kind.
   Classification classify(const std::string& name, GpuOpKind kind) const;
   const std::vector<CategoryInfo>& categories() const { return categories_; }
   const CategoryInfo& category(int i) const { return categories_.at(static_cast<size_t>(i)); }
@@ -78,9 +95,10 @@ class CategoryTable {
   int find(const std::string& name) const;
   const std::vector<CategoryRule>& rules() const { return rules_; }
 
-  /// The GEMM rule for a CPU operator name, or null.
+  /// The GEMM rule for a CPU operator name (full match; never for names over kMaxRegexNameBytes), or null.
   const GemmOpRule* gemm_rule(const std::string& op_name) const;
-  /// M, N, K (and batch) of a CPU operator under its rule; nullopt when the dims do not fit.
+  /// M, N, K (and batch) of a CPU operator under its rule; nullopt when the dims do not fit (a
+  /// negative dim, a product beyond int64, b's K differing from a's).
   static std::optional<GemmShape> gemm_shape(const GemmOpRule& rule, const TraceFile& tf,
                                              const CpuOp& op);
 

@@ -1,4 +1,5 @@
-// fusesim trace: `fusesim trace analyze` and `fusesim trace whatif`.
+// fusesim trace: `fusesim trace analyze`, `fusesim trace whatif` and `fusesim trace stragglers`.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -38,6 +39,12 @@ trace::CategoryTable load_table(const CommonArgs& a) {
   return t;
 }
 
+std::vector<int> ranks_of(const std::vector<trace::TraceFile>& files) {
+  std::vector<int> r;
+  for (const auto& f : files) r.push_back(f.rank);
+  return r;
+}
+
 template <class F>
 void run_reporting_errors(F&& f) {
   try {
@@ -59,16 +66,28 @@ void register_trace_commands(CLI::App& app) {
   // ---- analyze ----
   auto a = std::make_shared<CommonArgs>();
   auto window = std::make_shared<std::string>("all");
-  auto* an = tr->add_subcommand("analyze", "Per rank and phase: busy/idle, kernel categories, overlap, GEMM shapes");
+  auto definitions = std::make_shared<std::string>("fusesim");
+  auto* an = tr->add_subcommand("analyze", "Per rank and phase: busy/idle, kernel categories, overlap, GEMM shapes, steps");
   add_common(an, *a);
   an->add_option("--window", *window, "Phase to report: prefill, decode or all (every phase plus the whole trace)")
       ->check(CLI::IsMember({"prefill", "decode", "all"}))->capture_default_str();
-  an->callback([a, window] {
+  an->add_option("--definitions", *definitions,
+                 "fusesim (its own figures) or hta (Holistic Trace Analysis' temporal breakdown, communication/computation "
+                 "overlap and kernel-type breakdown, with HTA's filter and rounding)")
+      ->check(CLI::IsMember({"fusesim", "hta"}))->capture_default_str();
+  an->callback([a, window, definitions] {
     run_reporting_errors([&] {
+      if (*definitions == "hta") {
+        auto files = trace::read_trace(a->path);
+        auto rep = trace::hta_report(files, a->path);
+        if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        else std::cout << trace::to_table(rep);
+        return;
+      }
       auto table = load_table(*a);
       auto files = trace::read_trace(a->path);
       auto rep = trace::analyze(files, table, a->analyze, *window, a->path);
-      if (a->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << trace::to_table(rep);
     });
   });
@@ -77,22 +96,30 @@ void register_trace_commands(CLI::App& app) {
   auto w = std::make_shared<CommonArgs>();
   auto wopt = std::make_shared<trace::WhatIfOptions>();
   auto scales = std::make_shared<std::vector<std::string>>();
+  auto rank_scales = std::make_shared<std::vector<std::string>>();
   auto hw = std::make_shared<std::string>();
   auto* wi = tr->add_subcommand("whatif", "Replay the GPU work on the engine and report the step time after a change");
   add_common(wi, *w);
-  wi->add_option("--window", wopt->window, "Windows to replay: prefill, decode or all (the whole trace as one window)")
-      ->check(CLI::IsMember({"prefill", "decode", "all"}))->capture_default_str();
+  wi->add_option("--window", wopt->window,
+                 "Windows to replay: prefill or decode (the steps of that phase), steps (every step, whatever its phase) "
+                 "or all (the whole trace as one window)")
+      ->check(CLI::IsMember({"prefill", "decode", "steps", "all"}))->capture_default_str();
   wi->add_flag("--comm-stream", wopt->comm_stream, "Move communication kernels to their own stream (depending only on their producers)");
   wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
                  "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   wi->add_option("--scale-collective", *scales, "REGEX=FACTOR: multiply the time of GPU events matching REGEX (repeatable)");
+  wi->add_option("--scale-on-rank", *rank_scales,
+                 "RANK:REGEX=FACTOR: multiply the time of GPU events matching REGEX on that rank only (repeatable); the "
+                 "other ranks feel it through the collectives it delays");
+  wi->add_flag("--independent-ranks", wopt->independent_ranks,
+               "Replay each rank alone (its collectives keep their measured durations, waits included)");
   wi->add_flag("--fuse-gemm-ar", wopt->fuse_gemm_ar, "Replace a GEMM followed by an all-reduce by the fused model's prediction");
   wi->add_option("--hw", *hw, "Hardware file for the fused GEMM+all-reduce prediction")->check(CLI::ExistingFile);
   wi->add_option("--allreduce-regex", wopt->allreduce_regex, "Communication kernels that count as all-reduce for --fuse-gemm-ar")->capture_default_str();
-  wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
   wi->add_option("--world-size", wopt->world_size, "Ranks in the all-reduce (default: from the trace)")->check(CLI::NonNegativeNumber);
-  wi->callback([w, wopt, scales, hw] {
+  wi->callback([w, wopt, scales, rank_scales, hw] {
     run_reporting_errors([&] {
       trace::WhatIfOptions opt = *wopt;
       if (opt.comm_consumer_after > 0 && !opt.comm_stream)
@@ -101,6 +128,7 @@ void register_trace_commands(CLI::App& app) {
       if (!hw->empty() && !opt.fuse_gemm_ar)
         throw std::invalid_argument("--hw is read by --fuse-gemm-ar only; add --fuse-gemm-ar or drop --hw");
       for (const auto& s : *scales) opt.scale.push_back(trace::parse_collective_scale(s));
+      for (const auto& s : *rank_scales) opt.scale.push_back(trace::parse_rank_scale(s));
       if (opt.fuse_gemm_ar) {
         if (hw->empty()) throw std::invalid_argument("--fuse-gemm-ar needs --hw FILE (the hardware the fused model predicts for)");
         opt.gemm_ar_predictor = trace::default_gemm_ar_predictor(*hw);
@@ -111,8 +139,33 @@ void register_trace_commands(CLI::App& app) {
       }
       auto table = load_table(*w);
       auto files = trace::read_trace(w->path);
+      for (const auto& s : opt.scale) {
+        if (s.rank < 0) continue;
+        bool found = std::any_of(files.begin(), files.end(), [&](const trace::TraceFile& f) { return f.rank == s.rank; });
+        if (!found)
+          throw std::invalid_argument(fmt::format("--scale-on-rank: {} holds no rank {} (its ranks: {})", w->path, s.rank,
+                                                  fmt::join(ranks_of(files), ", ")));
+      }
       auto rep = trace::whatif(files, table, w->analyze, opt, w->path);
-      if (w->format == "json") std::cout << trace::to_json(rep).dump(2) << "\n";
+      if (w->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      else std::cout << trace::to_table(rep);
+    });
+  });
+
+  // ---- stragglers ----
+  auto st = std::make_shared<CommonArgs>();
+  auto st_window = std::make_shared<std::string>("all");
+  auto st_eps = std::make_shared<double>(2.0);
+  auto* sc = tr->add_subcommand("stragglers", "Which ranks hold the others back at the collectives, and by how much");
+  add_common(sc, *st);
+  sc->add_option("--window", *st_window, "Windows to compare: prefill, decode, steps (every step) or all (the whole trace)")
+      ->check(CLI::IsMember({"prefill", "decode", "steps", "all"}))->capture_default_str();
+  sc->callback([st, st_window, st_eps] {
+    run_reporting_errors([&] {
+      auto table = load_table(*st);
+      auto files = trace::read_trace(st->path);
+      auto rep = trace::stragglers(files, table, st->analyze, *st_window, *st_eps, st->path);
+      if (st->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else std::cout << trace::to_table(rep);
     });
   });

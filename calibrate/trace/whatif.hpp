@@ -28,18 +28,24 @@ using GemmArPredictor = std::function<double(int64_t m, int64_t n, int64_t k, in
  */
 GemmArPredictor default_gemm_ar_predictor(const std::string& hw_path);
 
-/// A collective rescale: GPU events whose name matches `pattern` (ECMAScript, searched,
-/// case-insensitive) get their duration multiplied by `factor` (> 0).
+/// A duration rescale: GPU events whose name matches `pattern` (ECMAScript, searched in the first
+/// kMaxRegexNameBytes bytes, case-insensitive) get their duration multiplied by `factor` (> 0),
+/// on every rank or (rank >= 0) on that rank only.
 struct CollectiveScale {
   std::string pattern;
   double factor = 1.0;
+  int rank = -1;
 };
 
 /// Parse "REGEX=FACTOR" (the last '=' splits). Errors: std::invalid_argument naming the text.
 CollectiveScale parse_collective_scale(const std::string& text);
+/// Parse "RANK:REGEX=FACTOR" (`--scale-on-rank`). Errors: std::invalid_argument naming the text.
+CollectiveScale parse_rank_scale(const std::string& text);
 
 struct WhatIfOptions {
-  std::string window = "decode";  ///< prefill | decode | all: which windows are replayed
+  /// Which windows are replayed: prefill | decode (the windows of that phase), steps (every window,
+  /// whatever its phase) or all (the whole trace as one window).
+  std::string window = "decode";
   double epsilon_us = 2.0;        ///< tolerance of the dependency inference (see ReplayGraph)
   bool comm_stream = false;       ///< move communication kernels to their own stream
   /// With comm_stream: the N-th non-communication event after a collective on its original stream
@@ -53,51 +59,120 @@ struct WhatIfOptions {
   /// a fused time is never read without its source.
   std::string gemm_ar_model;
   int world_size = 0;                 ///< 0: from the trace (distributedInfo or rank count)
+  /// Replay each rank alone (each keeps its measured collective durations, waits included), as
+  /// before ranks were replayed together.
+  bool independent_ranks = false;
 };
 
 /**
  * One rank's window as a dependency graph for replay. Nodes are the window's GPU events in measured
  * start order (times relative to the window's first start, microseconds).
  *
- * Dependency rule (inferred from timing alone; the trace has no event records):
- *  - every node follows the previous node on its stream (stream order);
- *  - a node may wait on a node of another stream: the one whose end is latest within
- *    [start - epsilon_us, start + epsilon_us]. It is taken as the binding dependency when the node
- *    started after a gap longer than epsilon_us on its own stream, or when it ended later than the
- *    node's stream predecessor (the later of two candidate constraints is the one that held);
- *  - otherwise a node that starts within epsilon_us of its stream predecessor's end is "chained";
- *    so is a node after a longer gap whose launch call (joined by correlation id) had returned
- *    before the predecessor ended: it was queued, so the gap is a GPU-side delay that moves with
- *    the predecessor;
- *  - any other node (after a gap, launched late or not joined, with no such end on another
- *    stream) is host-released: it cannot start before its measured offset (`release_us`), i.e.
- *    the host's launch timeline is held fixed.
- * The binding constraint keeps its measured lag (`lag_us`, the measured start minus the end it
- * waited for, 0..epsilon_us), so with measured durations the replay reproduces every measured
- * start exactly (up to events on one stream that overlap in the trace).
+ * Dependencies, in order of trust:
+ *  - stream order: every node follows the previous node on its stream (streams are told apart by
+ *    device and stream id);
+ *  - the trace's own synchronisation where it has it: a CUPTI "Stream Wait Event" record (stream S
+ *    waits, from the cudaStreamWaitEvent call with correlation c_w on, for the cudaEventRecord with
+ *    correlation c_r on stream X), or roctracer's hipEventRecord / hipStreamWaitEvent calls with
+ *    their event and stream handles (handles mapped to GPU streams through the launches that
+ *    carry them): the first node on S launched after c_w depends on the last node on X launched
+ *    before c_r. A rank with such records uses only them for cross-stream waits;
+ *  - otherwise inferred from timing: the node of another stream whose end is the latest at or
+ *    before the node's start and within epsilon_us of it (a kernel that ended after the node
+ *    started is never taken).
+ * Of a node's constraints, the one with the latest measured end binds when the node starts within
+ * epsilon_us of it (its lag, the measured start minus that end, may be negative where a trace
+ * shows two events of one stream overlapping); after a longer gap it still binds when the node's
+ * launch call had returned before that end (the node was queued: a GPU-side delay that moves with
+ * it); otherwise the node is host-released at its measured start (the host's launch timeline is
+ * held fixed). Every other constraint gets the lag min(0, start - its end), so with measured
+ * durations the replay reproduces every measured start exactly (to the engine's picosecond).
+ *
+ * Collectives (ranks replayed together): a communication node matched to the same collective on
+ * the other ranks of its group (see match_collectives) cannot finish before the last member has
+ * entered it: its end is max(start, last entry) + tail_us, tail_us = measured end - measured last
+ * entry. A member that ended before the last entry on the trace clock (clock skew between hosts)
+ * is replayed with its own duration.
  */
 struct ReplayGraph {
   enum class Bind : uint8_t { stream_pred, dep, release };
   struct Node {
     uint32_t op = 0;        ///< index into RankTimeline::ops
     double dur_us = 0;
-    int stream = 0;
+    int64_t stream = 0;     ///< dense id of (device, stream)
     std::vector<int> deps;  ///< cross-stream dependencies (node indices, all smaller)
+    std::vector<double> dep_lag_us;  ///< per dep: its lag when it does not bind (<= 0)
     Bind bind = Bind::release;
     int bind_dep = -1;      ///< with Bind::dep: the node whose end (plus lag) fixes the start
-    double lag_us = 0;
+    double lag_us = 0;      ///< lag of the binding constraint (stream_pred or dep)
+    double pred_lag_us = 0; ///< lag of the stream-order constraint when it does not bind (<= 0)
     double release_us = 0;  ///< with Bind::release: earliest start
     double measured_start_us = 0;
+    bool from_sync = false; ///< bind_dep came from the trace's synchronisation records
+    double tail_us = 0;     ///< a coupled collective: measured end - the group's last entry
   };
   std::vector<Node> nodes;
   double measured_span_us = 0;
+  int64_t t0_ns = 0;        ///< absolute trace clock of the first node's start (origin + start)
+  int sync_deps = 0;        ///< cross-stream dependencies taken from synchronisation records
+  int inferred_deps = 0;    ///< cross-stream dependencies inferred from timing
+  bool sync_records = false;  ///< the rank's trace has synchronisation records (inference off)
 };
 
 /// Build the graph of the ops (timeline indices, any order) of one window.
+/// Errors: std::invalid_argument for epsilon_us outside 0..1e9.
 ReplayGraph infer_replay_graph(const RankTimeline& tl, const std::vector<uint32_t>& ops, double epsilon_us);
 
-/// Replay a graph on a fresh sim::Simulation; returns the span (last end, us, from 0).
-/// Errors: std::logic_error if some node can never start (a dependency cycle).
+/// One matched collective: the (graph, node) of each member, one per rank of its group.
+struct CollectiveGroup {
+  std::vector<std::pair<int, int>> members;
+};
+
+/// How the collectives of a set of graphs (one per rank) were matched.
+struct CollectiveMatch {
+  std::vector<CollectiveGroup> groups;  ///< complete groups (every rank of the group present)
+  int64_t by_sequence = 0;   ///< groups matched by the "Seq" field
+  int64_t by_order = 0;      ///< matched as the k-th collective of a process group / kernel name
+  int64_t incomplete = 0;    ///< collectives whose group has a rank missing from the replay
+  int64_t mismatched = 0;    ///< k-th collectives whose fields (name, sizes, dtype) differ across ranks
+  int64_t skewed_members = 0;  ///< members that ended before the last entry (replayed uncoupled)
+};
+
+/**
+ * Match the communication nodes of graphs[i] (rank ranks[i], timeline tls[i]) across ranks. Key:
+ * the NCCL/RCCL kernel fields when present (process group name; "Seq" when written, else the k-th
+ * collective of that group on each rank; collective name, element counts and dtype must agree),
+ * else the kernel name (the k-th kernel of that name on each rank). Group: "Process Group Ranks"
+ * when written, else `default_group` (every rank of the job when the directory holds them all; empty
+ * when it does not, e.g. 2 sampled ranks of 128: such collectives stay uncoupled). A group with a
+ * rank missing from `ranks` stays uncoupled. Sets tail_us of every coupled member.
+ */
+CollectiveMatch match_collectives(std::vector<ReplayGraph*> graphs, const std::vector<const RankTimeline*>& tls,
+                                  const std::vector<int>& ranks, const std::vector<int>& default_group);
+
+/// The group of a collective without "Process Group Ranks": every rank of `files` when they are the
+/// whole job (no distributedInfo.world_size larger than their count), else empty (unknown).
+std::vector<int> default_collective_group(const std::vector<TraceFile>& files);
+
+/// Result of replaying several graphs on one engine (a common clock: the trace's).
+struct ReplayResult {
+  std::vector<std::vector<double>> start_us, end_us;  ///< [graph][node], from the graph's own t0
+  std::vector<double> span_us;                        ///< [graph]: last end, from the graph's t0
+  uint64_t engine_events = 0;
+};
+
+/**
+ * Replay graphs together on one fresh sim::Simulation, coupled through `groups` (may be empty).
+ * Graph i's nodes are placed at its t0_ns relative to the earliest graph. An event budget of
+ * 8 callbacks per node (+1024) ends a pathological replay.
+ * Errors: std::logic_error if some node can never start (a dependency cycle); std::range_error for
+ * a replay longer than the engine's range (sim::Simulation::max_seconds(), 1.8e7 s);
+ * std::runtime_error when the event budget is spent.
+ */
+ReplayResult replay(const std::vector<const ReplayGraph*>& graphs, const std::vector<CollectiveGroup>& groups);
+
+/// Replay one graph on a fresh sim::Simulation; returns the span (last end, us, from 0).
+/// Errors: as replay().
 double replay_span_us(const ReplayGraph& g);
 
 struct WhatIfChanges {
@@ -106,9 +181,10 @@ struct WhatIfChanges {
   int fused = 0, fuse_skipped_no_shape = 0;
 };
 
-/// Apply the options' changes to a graph in place. Errors: std::invalid_argument for a bad regex
-/// or factor, std::runtime_error when fuse_gemm_ar has no predictor.
-WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size);
+/// Apply the options' changes to a graph of rank `rank` in place. Errors: std::invalid_argument for
+/// a bad regex or factor, std::runtime_error when fuse_gemm_ar has no predictor.
+WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size,
+                           int rank = -1);
 
 struct WhatIfWindowRow {
   std::string window;  ///< window name ("ProfilerStep#3", "run 1")
@@ -121,9 +197,17 @@ struct WhatIfReport {
   std::string path;
   int world_size = 0;
   WhatIfOptions options;
+  std::vector<int> ranks;  ///< the rank of each column of the *_by_rank vectors
   std::vector<WhatIfWindowRow> windows;
   WhatIfChanges changes;  ///< summed over ranks and windows
   double measured_us = 0, replay_us = 0, whatif_us = 0;  ///< summed over windows
+  /// Per rank, summed over windows: the step time of that rank alone.
+  std::vector<double> measured_by_rank, replay_by_rank, whatif_by_rank;
+  bool coupled = false;   ///< ranks replayed together
+  CollectiveMatch collectives;  ///< summed over windows (groups not kept)
+  int sync_deps = 0, inferred_deps = 0;
+  double max_replay_error_us = 0;  ///< max |replay - measured| over windows and ranks
+  std::vector<std::string> warnings;
   double replay_error() const { return measured_us > 0 ? (replay_us - measured_us) / measured_us : 0; }
   double saving_us() const { return replay_us - whatif_us; }
   double comm_us = 0;  ///< communication kernel time in the replayed windows, max over ranks
@@ -131,14 +215,57 @@ struct WhatIfReport {
 
 /**
  * Replay the selected windows of every rank as measured, then with the changes, and report step
- * times (per window, the max over ranks). Ranks are replayed independently (each keeps its own
- * measured collective durations, which include waiting for other ranks).
- * Errors: as apply_whatif; std::invalid_argument for a bad window name.
+ * times (per window, the max over ranks, and per rank). Ranks are replayed together (windows of
+ * the same name on every rank, collectives coupled: a change on one rank reaches the others
+ * through the collectives it delays) unless opt.independent_ranks.
+ * Errors: as apply_whatif and replay(); std::invalid_argument for a bad window name; TraceError
+ * for a rank without GPU events.
  */
 WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& table,
                     const AnalyzeOptions& aopt, const WhatIfOptions& opt, const std::string& path);
 
 nlohmann::json to_json(const WhatIfReport& r);
 std::string to_table(const WhatIfReport& r);
+
+// ---------------------------------------------------------------------------------------------
+// `fusesim trace stragglers`
+// ---------------------------------------------------------------------------------------------
+
+/// One rank's part in the collectives of the selected windows (measured times, trace clock).
+struct StragglerRow {
+  int rank = 0;
+  int64_t collectives = 0;  ///< coupled collectives it took part in
+  int64_t last = 0;         ///< of them, those it entered last (alone: a tie counts for nobody)
+  /// Sum over the collectives it entered last of (its entry - the next-latest entry): how much
+  /// earlier those collectives could have started had it been no later than the others.
+  double hold_us = 0;
+  /// Sum over those collectives of every other member's wait (last entry - its entry): the time
+  /// it kept the others waiting.
+  double others_waited_us = 0;
+  /// Sum over all its collectives of its own wait (last entry - its entry).
+  double waited_us = 0;
+  double step_us = 0;       ///< its measured step time, summed over the windows
+};
+
+struct StragglerReport {
+  std::string path;
+  std::string window;
+  int windows = 0;
+  std::vector<StragglerRow> ranks;  ///< sorted by hold_us, largest first
+  CollectiveMatch collectives;
+  std::vector<std::string> warnings;
+};
+
+/**
+ * Which ranks hold the others back: for every collective matched across ranks (as in whatif),
+ * the rank that entered last and by how much (see StragglerRow), summed per rank over the
+ * selected windows (`window`: prefill, decode, steps or all; windows matched by name across ranks).
+ * Errors: std::invalid_argument for fewer than two ranks or a bad window; TraceError for a rank
+ * without GPU events.
+ */
+StragglerReport stragglers(const std::vector<TraceFile>& files, const CategoryTable& table, const AnalyzeOptions& aopt,
+                           const std::string& window, double epsilon_us, const std::string& path);
+nlohmann::json to_json(const StragglerReport& r);
+std::string to_table(const StragglerReport& r);
 
 }  // namespace fusesim::trace

@@ -44,7 +44,7 @@ TEST(TraceAnalyze, HandBuiltOverlapAndCategories) {
   EXPECT_DOUBLE_EQ(all.comm_busy_us, 20.0);
   EXPECT_DOUBLE_EQ(all.comm_overlap_us, 10.0);  // the memcpy on stream 9 is a copy, not compute
   EXPECT_DOUBLE_EQ(all.overlap_fraction(), 0.5);
-  EXPECT_EQ(all.streams, (std::vector<int>{7, 8, 9}));
+  EXPECT_EQ(all.streams, (std::vector<int64_t>{7, 8, 9}));
   EXPECT_EQ(all.by_category.at("gemm").count, 1);
   EXPECT_DOUBLE_EQ(all.by_category.at("gemm").total_us, 15.0);
   EXPECT_DOUBLE_EQ(all.by_category.at("elementwise").total_us, 5.0);
@@ -80,6 +80,134 @@ TEST(TraceAnalyze, CategoryRulesCoverTheSeedKernels) {
   EXPECT_EQ(cat("per_token_group_quant_8bit_kernel"), "norm_quant/quant");
   EXPECT_EQ(cat("something_never_seen"), "other/");
   EXPECT_EQ(t.category(t.classify("Memcpy HtoD (Pinned -> Device)", GpuOpKind::memcpy).category).name, "copy");
+}
+
+// Training and ROCm kernel families (one name of each, as their libraries name them).
+TEST(TraceAnalyze, CategoryRulesCoverTrainingAndRocmFamilies) {
+  auto t = CategoryTable::builtin();
+  auto cat = [&](const std::string& n) {
+    auto c = t.classify(n, GpuOpKind::kernel);
+    return t.category(c.category).name + "/" + c.family;
+  };
+  // cuDNN convolutions (implicit GEMM, winograd, FFT, direct), its layout transforms, batch norm
+  EXPECT_EQ(cat("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16"), "conv/cudnn");
+  EXPECT_EQ(cat("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x128_32x3_nhwc_align4>"), "conv/cudnn");
+  EXPECT_EQ(cat("_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock"), "conv/cudnn");
+  EXPECT_EQ(cat("cudnn_infer_ampere_scudnn_128x64_relu_xregs_large_nn_v1"), "conv/cudnn");
+  EXPECT_EQ(cat("void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"), "conv/cudnn");
+  EXPECT_EQ(cat("void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*, int)"), "conv/cudnn");
+  EXPECT_EQ(cat("void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, float>"), "conv/cudnn");
+  EXPECT_EQ(cat("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"), "conv/cudnn_layout");
+  EXPECT_EQ(cat("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float)"), "norm_quant/batchnorm");
+  EXPECT_EQ(cat("void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float>"), "norm_quant/batchnorm");
+  // FBGEMM embeddings, ATen's embedding
+  EXPECT_EQ(cat("void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 2ul>"), "embedding/fbgemm");
+  EXPECT_EQ(cat("void permute_pooled_embs_kernel<float>(float const*, long const*)"), "embedding/fbgemm");
+  EXPECT_EQ(cat("void fbgemm_gpu::_block_bucketize_sparse_features_cuda_kernel2<false, false>"), "embedding/fbgemm");
+  EXPECT_EQ(cat("void at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>"), "embedding/aten");
+  // multi_tensor_apply optimisers
+  EXPECT_EQ(cat("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float>"), "optimizer/multi_tensor");
+  EXPECT_EQ(cat("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>"), "optimizer/multi_tensor");
+  // CUB and rocPRIM sorts and scans
+  EXPECT_EQ(cat("void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800>"), "sort_scan/cub");
+  EXPECT_EQ(cat("void at_cuda_detail::cub::DeviceScanKernel<at_cuda_detail::cub::AgentScanPolicy<128, 15, long>>"), "sort_scan/cub");
+  EXPECT_EQ(cat("void rocprim::ROCPRIM_300000_NS::detail::onesweep_iteration_kernel<rocprim::default_config>"), "sort_scan/rocprim");
+  // Triton fused kernels (torch.compile), a Triton template GEMM
+  EXPECT_EQ(cat("triton__0d1d2d3d4d5d6d7d8d9d10d11d12d13d14"), "elementwise/triton");
+  EXPECT_EQ(cat("triton_poi_fused_add_mul_sigmoid_0"), "elementwise/triton");
+  EXPECT_EQ(cat("triton_tem_fused_mm_0"), "gemm/triton");
+  // ROCm: MIOpen convolutions and batch norm, hipBLASLt, Composable Kernel GEMM and convolution
+  EXPECT_EQ(cat("miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1"), "conv/miopen");
+  EXPECT_EQ(cat("naive_conv_ab_nonpacked_fwd_nchw_float_double_float"), "conv/miopen");
+  EXPECT_EQ(cat("igemm_fwd_gtcx_nchw_fp32_bx0_ex1_bt128x128x16_wt32x32x2_ws1x1_wr2x2"), "conv/miopen");
+  EXPECT_EQ(cat("MIOpenBatchNormFwdTrainSpatial"), "norm_quant/batchnorm");
+  EXPECT_EQ(cat("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0"), "gemm/hipblaslt");
+  EXPECT_EQ(cat("void ck::kernel_gemm_xdl_cshuffle_v1<ck::GridwiseGemm_k0mk1_k0nk1_mn_xdl_cshuffle_v1<...>>"), "gemm/ck");
+  EXPECT_EQ(cat("void ck::kernel_grouped_conv_fwd_multiple_d_xdl_cshuffle<...>"), "conv/ck");
+  EXPECT_EQ(cat("Op2dTensorGeneric"), "elementwise/miopen");
+  EXPECT_EQ(cat("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int)"), "elementwise/pooling");
+}
+
+// A name is matched by the rules on its first kMaxRegexNameBytes bytes only: a 40 KB name is
+// classified (by its front) within the time of a short one, without running std::regex's
+// recursive backtracking over 40 KB (which overflowed the stack).
+TEST(TraceAnalyze, LongNamesAreClassifiedByTheirFront) {
+  auto t = CategoryTable::builtin();
+  std::string name = "void cutlass::Kernel2<" + std::string(40000, 'x') + ">";
+  auto c = t.classify(name, GpuOpKind::kernel);
+  EXPECT_EQ(t.category(c.category).name, "gemm");
+  EXPECT_EQ(t.gemm_rule("aten::mm" + std::string(40000, ' ')), nullptr);  // over the bound: never a GEMM op
+  StepMatcher dflt(R"(ProfilerStep#\d+)");
+  EXPECT_TRUE(dflt.scanner());
+  EXPECT_TRUE(dflt.match("ProfilerStep#" + std::string(40000, '7')));  // the scanner has no bound
+  EXPECT_FALSE(dflt.match("ProfilerStep#12a"));
+  StepMatcher custom(R"(Step \d+)");
+  EXPECT_FALSE(custom.scanner());
+  EXPECT_TRUE(custom.match("Step 12"));
+  EXPECT_FALSE(custom.match("Step " + std::string(40000, '7')));  // longer than the bound: not tried
+}
+
+// Dims whose product leaves int64 (3037000500^2 > 2^63) make no GEMM shape instead of undefined
+// behaviour; the kernel is still a GEMM, just without a shape.
+TEST(TraceAnalyze, AnOverflowingShapeIsNotAShape) {
+  TempDir d;
+  write_text(d.file("t.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+     "args": {"Input Dims": [[3037000500, 3037000500, 4], [4, 2]], "Input type": ["float", "float"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn", "ts": 20, "dur": 30, "args": {"stream": 7, "correlation": 5}}
+  ]})json");
+  auto files = read_trace(d.file("t.json"));
+  auto tl = build_timeline(files[0], CategoryTable::builtin(), AnalyzeOptions{});
+  ASSERT_EQ(tl.ops.size(), 1u);
+  EXPECT_EQ(tl.ops[0].gemm_op, 0);
+  EXPECT_EQ(tl.ops[0].shape, -1);
+}
+
+// Only zero-duration GPU events: nothing is busy, nothing crashes (the busy union is empty).
+TEST(TraceAnalyze, ZeroDurationEventsOnly) {
+  TempDir d;
+  write_text(d.file("z.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 0, "args": {"stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 30, "dur": 0, "args": {"stream": 7}}]})json");
+  auto files = read_trace(d.file("z.json"));
+  auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", "z");
+  const auto& all = phase_of(rep.ranks[0], "all");
+  EXPECT_DOUBLE_EQ(all.wall_us, 20.0);
+  EXPECT_DOUBLE_EQ(all.busy_us, 0.0);
+  EXPECT_EQ(all.events, 2);
+}
+
+// A step window without GPU events is said to be so, never "no window of this phase".
+TEST(TraceAnalyze, AWindowWithoutGpuEventsIsNamedAsSuch) {
+  TempDir d;
+  // ProfilerStep#1 launches one kernel (no GEMM shape: phase unknown), ProfilerStep#2 launches none.
+  write_text(d.file("t.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2, "args": {"correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>", "ts": 20, "dur": 30, "args": {"stream": 7, "correlation": 5}},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 200, "dur": 100}
+  ]})json");
+  auto files = read_trace(d.file("t.json"));
+  auto table = CategoryTable::builtin();
+  auto all = analyze(files, table, AnalyzeOptions{}, "all", "t");
+  ASSERT_EQ(all.ranks[0].windows.size(), 2u);
+  EXPECT_EQ(all.ranks[0].empty_windows, 1);
+  const auto& unknown = phase_of(all.ranks[0], "unknown");
+  EXPECT_EQ(unknown.windows, 1);
+  EXPECT_EQ(unknown.empty_windows, 1);
+  EXPECT_NE(to_table(all).find("-- unknown (1 window and 1 without GPU events)"), std::string::npos) << to_table(all);
+  auto dec = analyze(files, table, AnalyzeOptions{}, "decode", "t");
+  EXPECT_NE(to_table(dec).find("-- decode: no window of this phase (1 window of the trace holds no GPU event, so its phase is unknown)"),
+            std::string::npos) << to_table(dec);
+  // Only the empty step in the phase: "none holding a GPU event".
+  write_text(d.file("u.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>", "ts": 0, "dur": 30, "args": {"stream": 7}},
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 200, "dur": 100}
+  ]})json");
+  auto u = analyze(read_trace(d.file("u.json")), table, AnalyzeOptions{}, "all", "u");
+  EXPECT_NE(to_table(u).find("-- unknown: 1 window of this phase, none holding a GPU event"), std::string::npos) << to_table(u);
+  EXPECT_EQ(to_json(u)["ranks"][0]["windows_without_gpu_events"], 1);
 }
 
 TEST(TraceAnalyze, UserRulesGoFirst) {
@@ -140,7 +268,7 @@ void expect_matches_truth(const AnalysisReport& rep, const testgen::GenTruth& tr
         EXPECT_EQ(got.by_category.at(cat).count, cv.first) << cat;
         EXPECT_DOUBLE_EQ(got.by_category.at(cat).total_us, cv.second) << cat;
       }
-      EXPECT_EQ(got.streams, (spec.two_streams ? std::vector<int>{7, 8} : std::vector<int>{7}));
+      EXPECT_EQ(got.streams, (spec.two_streams ? std::vector<int64_t>{7, 8} : std::vector<int64_t>{7}));
     }
   }
   // Shapes: every (phase, op, M, N, K, batch, dtype) and its call count over all ranks.

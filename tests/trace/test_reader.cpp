@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "calibrate/trace/kineto_reader.hpp"
+#include <limits>
+
+#include "calibrate/trace/whatif.hpp"
 #include "test_util.hpp"
 #include "trace_gen.hpp"
 
@@ -65,8 +67,11 @@ void expect_small_trace(const TraceFile& t) {
   const auto& k = t.gpu_ops[0];
   EXPECT_EQ(t.name_of(k), "nvjet_tst_64x32_64x16_2x1_2cta");
   EXPECT_EQ(k.kind, GpuOpKind::kernel);
-  EXPECT_DOUBLE_EQ(k.start_us, 120.0);
-  EXPECT_DOUBLE_EQ(k.dur_us, 8.5);
+  // Times are integer nanoseconds from the earliest kept event (aten::mm at 100 us).
+  EXPECT_EQ(t.origin_ns, 100000);
+  EXPECT_EQ(t.origin_ns + k.start_ns, 120000);
+  EXPECT_EQ(k.dur_ns, 8500);
+  EXPECT_DOUBLE_EQ(k.dur_us(), 8.5);
   EXPECT_EQ(k.stream, 7);
   EXPECT_EQ(k.device, 0);
   EXPECT_EQ(k.correlation, 77);
@@ -281,5 +286,211 @@ TEST(TraceReader, AnArrayOfNonEventsOrNoEventsIsNotATrace) {
   }
 }
 
+
+// ---- ids, exact timestamps, accelerators, ranks, truncation, ranges, limits --------------------
+
+// Ids as captures write them: numbers, or strings of decimal or 0x-hex digits (ROCm writes
+// args.stream "0x0"). The kernel joins its launch through the correlation written both ways.
+TEST(TraceReader, IdsAreNumbersOrDecimalOrHexStrings) {
+  TempDir d;
+  write_text(d.file("ids.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": "123", "tid": "0x10", "ts": 10, "dur": 10},
+    {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 123, "tid": 16, "ts": 12, "dur": 1,
+     "args": {"correlation": "0x4d", "stream": "0x7f00aa"}},
+    {"ph": "X", "cat": "kernel", "name": "Cijk_Alik_Bljk_HHS_BH_MT128x128x32", "pid": "0", "tid": "0x1f", "ts": 20, "dur": 5,
+     "args": {"stream": "0x1f", "device": "1", "correlation": "77"}}
+  ]})json");
+  auto t = read_trace_file(d.file("ids.json"));
+  ASSERT_EQ(t.gpu_ops.size(), 1u);
+  EXPECT_EQ(t.gpu_ops[0].stream, 31);
+  EXPECT_EQ(t.gpu_ops[0].device, 1);
+  EXPECT_EQ(t.gpu_ops[0].correlation, 77);
+  ASSERT_EQ(t.runtime_calls.size(), 1u);
+  EXPECT_EQ(t.runtime_calls[0].correlation, 77);
+  EXPECT_EQ(t.runtime_calls[0].stream_handle, 0x7f00aa);
+  EXPECT_EQ(t.runtime_calls[0].thread, t.cpu_ops[0].thread);  // "123"/"0x10" and 123/16 are one thread
+  auto tl = build_timeline(t, CategoryTable::builtin(), AnalyzeOptions{});
+  EXPECT_EQ(tl.ops[0].launch_op, 0);  // joined: kernel -> hipLaunchKernel -> aten::mm
+}
+
+// us_text_to_ns: the trace's digits kept exactly; beyond the nanosecond, rounding half away from
+// zero; anything outside int64 nanoseconds (9.2e15 us) refused.
+TEST(TraceReader, MicrosecondTextToExactNanoseconds) {
+  auto ns = [](const char* t) {
+    int64_t v = 0;
+    if (!us_text_to_ns(t, v)) return std::numeric_limits<int64_t>::min();
+    return v;
+  };
+  EXPECT_EQ(ns("1"), 1000);
+  EXPECT_EQ(ns("-1"), -1000);
+  EXPECT_EQ(ns("1700000000000123.456"), int64_t{1700000000000123456});
+  EXPECT_EQ(ns("1700000000000123.457"), int64_t{1700000000000123457});
+  EXPECT_EQ(ns("1.7000000000001234e15"), int64_t{1700000000000123400});
+  EXPECT_EQ(ns("123.4565"), 123457);   // half a nanosecond: away from zero
+  EXPECT_EQ(ns("123.4564999"), 123456);
+  EXPECT_EQ(ns("-0.0005"), -1);
+  EXPECT_EQ(ns("0.0004"), 0);
+  EXPECT_EQ(ns("1E3"), 1000000);
+  EXPECT_EQ(ns("1.5e-3"), 2);
+  EXPECT_EQ(ns("0.000"), 0);
+  EXPECT_EQ(ns("9223372036854775"), int64_t{9223372036854775000});
+  EXPECT_EQ(ns("9223372036854776"), std::numeric_limits<int64_t>::min());  // beyond int64 ns
+  EXPECT_EQ(ns("1e300"), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(ns("12abc"), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(ns("1e"), std::numeric_limits<int64_t>::min());
+  int64_t v = 0;
+  EXPECT_TRUE(parse_id_text("0xffffffffffffffff", v));
+  EXPECT_EQ(v, -1);  // a 64-bit handle keeps its bits
+  EXPECT_FALSE(parse_id_text("0x", v));
+  EXPECT_FALSE(parse_id_text("7.5", v));
+  EXPECT_FALSE(parse_id_text("99999999999999999999", v));
+}
+
+// At 1.7e15 us a double has 0.25 us resolution: 123.456 and 123.457 would be one time. Kept as
+// integer nanoseconds they stay 1 ns apart, and the kernel's 0.001 us duration survives.
+TEST(TraceReader, LargeTimestampsKeepTheirDigits) {
+  TempDir d;
+  write_text(d.file("ts.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k1", "ts": 1700000000000123.456, "dur": 0.001, "args": {"stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "k2", "ts": 1700000000000123.457, "dur": 2.5, "args": {"stream": 7}}
+  ]})json");
+  auto t = read_trace_file(d.file("ts.json"));
+  ASSERT_EQ(t.gpu_ops.size(), 2u);
+  EXPECT_EQ(t.origin_ns, int64_t{1700000000000123456});
+  EXPECT_EQ(t.gpu_ops[0].start_ns, 0);
+  EXPECT_EQ(t.gpu_ops[0].dur_ns, 1);
+  EXPECT_EQ(t.gpu_ops[1].start_ns, 1);
+  EXPECT_EQ(t.gpu_ops[1].dur_ns, 2500);
+}
+
+// Device events of an accelerator fusesim does not analyse: counted, named in a warning, and a
+// trace holding nothing else is refused by the commands with what it holds.
+TEST(TraceReader, ForeignAcceleratorEventsAreNamed) {
+  TempDir d;
+  write_text(d.file("mtia.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+    {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 1},
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "gemm_kernel", "pid": 0, "tid": 3, "ts": 10, "dur": 4},
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "relu_kernel", "pid": 0, "tid": 3, "ts": 14, "dur": 2}
+  ]})json");
+  auto files = read_trace(d.file("mtia.json"));
+  EXPECT_TRUE(files[0].gpu_ops.empty());
+  EXPECT_EQ(files[0].foreign_device_events, (std::map<std::string, int64_t>{{"mtia_ccp_events", 2}}));
+  ASSERT_EQ(files[0].warnings.size(), 1u);
+  EXPECT_NE(files[0].warnings[0].find("2 device event(s) of an accelerator fusesim does not analyse"), std::string::npos);
+  try {
+    analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.file("mtia.json"));
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(d.file("mtia.json")), std::string::npos) << m;
+    EXPECT_NE(m.find("no GPU events"), std::string::npos) << m;
+    EXPECT_NE(m.find("mtia_ccp_events: 2"), std::string::npos) << m;
+  }
+}
+
+TEST(TraceReader, ACpuOnlyTraceIsRefusedByTheCommands) {
+  TempDir d;
+  write_text(d.file("cpu.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]})json");
+  auto files = read_trace(d.file("cpu.json"));
+  for (int which = 0; which < 3; ++which) {
+    try {
+      if (which == 0) analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", "x");
+      if (which == 1) whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, WhatIfOptions{}, "x");
+      if (which == 2) hta_report(files, "x");
+      ADD_FAILURE() << "no error " << which;
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find("no GPU events"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ProfilerActivity.CUDA"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TraceReader, DuplicateRanksInADirectoryAreAnError) {
+  TempDir d;
+  const char* one = R"json({"distributedInfo": {"rank": 1}, "traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7}}]})json";
+  write_text(d.file("a.json"), one);
+  write_text(d.file("b.json"), one);
+  try {
+    read_trace(d.str());
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("two files carry distributedInfo.rank 1"), std::string::npos) << m;
+    EXPECT_NE(m.find(d.file("a.json")), std::string::npos) << m;
+    EXPECT_NE(m.find(d.file("b.json")), std::string::npos) << m;
+  }
+  write_text(d.file("b.json"), R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7}}]})json");
+  try {
+    read_trace(d.str());
+    ADD_FAILURE() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("carries none"), std::string::npos) << e.what();
+  }
+}
+
+// A plain JSON file cut anywhere (inside a string, a number, a key, after a comma) says
+// "truncated" and names the end of the file.
+TEST(TraceReader, ATruncatedPlainFileSaysTruncated) {
+  TempDir d;
+  const std::string text = kSmallTrace;
+  for (const char* cut_after : {"\"nvjet_tst_64x", "\"ts\": 120", "\"Input Di", "\"dur\": 10.0,", "\"traceEvents\": ["}) {
+    size_t pos = text.find(cut_after);
+    ASSERT_NE(pos, std::string::npos) << cut_after;
+    size_t n = pos + std::string(cut_after).size();
+    write_text(d.file("cut.json"), text.substr(0, n));
+    auto e = expect_error(d.file("cut.json"), {"truncated"});
+    EXPECT_EQ(e.byte_offset(), static_cast<int64_t>(n)) << cut_after;
+  }
+  write_text(d.file("empty.json"), "");
+  expect_error(d.file("empty.json"), {"the file is empty"});
+}
+
+// Every conversion of an input number to an integer is range-checked: the key and the value named.
+TEST(TraceReader, NumbersOutOfRangeNameTheKey) {
+  TempDir d;
+  struct Case { const char* event; const char* want; };
+  const Case cases[] = {
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1e300, "dur": 1, "args": {"stream": 7}})", "key \"ts\" of kernel event \"k\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -3, "args": {"stream": 7}})", "key \"dur\" of kernel event \"k\" must be >= 0"},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"correlation": 18446744073709551615}})", "key \"args.correlation\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"correlation": 1e19}})", "key \"args.correlation\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": "0xZZ"}})", "key \"args.stream\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7.5}})", "key \"args.stream\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"device": 1e10}})", "key \"args.device\""},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": [1e12, 1, 1]}})", "key \"args.grid\""},
+      {R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"Input Dims": [[1e300, 2]]}})", "key \"args.Input Dims\""},
+      {R"({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "ts": 1, "dur": 1, "args": {"wait_on_stream": "x"}})", "key \"args.wait_on_stream\""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.event);
+    write_text(d.file("n.json"), std::string(R"({"traceEvents": [)") + c.event + "]}");
+    expect_error(d.file("n.json"), {c.want, "byte"});
+  }
+  write_text(d.file("r.json"), R"({"distributedInfo": {"rank": 1e30}, "traceEvents": []})");
+  expect_error(d.file("r.json"), {"distributedInfo.rank", "byte"});
+  write_text(d.file("r2.json"), R"({"distributedInfo": {"rank": -1}, "traceEvents": []})");
+  expect_error(d.file("r2.json"), {"distributedInfo.rank", "byte"});
+  // The same numbers on an event fusesim skips are not its business.
+  write_text(d.file("skip.json"), R"({"traceEvents": [{"ph": "X", "cat": "python_function", "name": "f", "ts": 1e300, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7}}]})");
+  EXPECT_EQ(read_trace_file(d.file("skip.json")).gpu_ops.size(), 1u);
+}
+
+// Nesting and token size are bounded: refused with the limit, the byte offset and the line.
+TEST(TraceReader, NestingAndTokenSizeAreBounded) {
+  TempDir d;
+  std::string deep = "{\"traceEvents\": [\n{\"ph\": \"X\", \"cat\": \"kernel\", \"args\": {\"x\": " + std::string(100000, '[');
+  write_text(d.file("deep.json"), deep);
+  auto e = expect_error(d.file("deep.json"), {"nested deeper than 100 levels", "byte", "(line 2)"});
+  EXPECT_LT(e.byte_offset(), 200);  // refused as soon as the limit is passed
+  std::string big = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + std::string(17 << 20, 'a') + "\"}]}";
+  write_text(d.file("big.json"), big);
+  e = expect_error(d.file("big.json"), {"single JSON token", "16 MiB", "byte"});
+  EXPECT_EQ(e.byte_offset(), 52);  // right after the key "name", where the long value begins
+}
 }  // namespace
 }  // namespace fusesim::trace

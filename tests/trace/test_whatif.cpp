@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "calibrate/trace/whatif.hpp"
@@ -185,6 +186,169 @@ TEST(TraceWhatIf, DefaultPredictorIsNotWiredYet) {
   }
 }
 
+// ---- ranks replayed together ------------------------------------------------------------------
+
+/// 8 ranks whose collectives wait for the slowest one (trace_gen.hpp, collective_wait): decode only,
+/// no host gap, so a delay is never absorbed by idle time.
+testgen::GenSpec coupled_spec() {
+  testgen::GenSpec spec;
+  spec.ranks = 8;
+  spec.prefill_steps = 0;
+  spec.decode_steps = 2;
+  spec.layers = 4;
+  spec.collective_wait = true;
+  spec.gemm_skew_us = 1.0;
+  spec.layer_gap_us = 0;
+  return spec;
+}
+
+// Hand derivation (decode, each layer starting at T on every rank; trace_gen.cpp's schedule):
+//   norm 3 + QKV (20 + r) + attention 15 + bmm 4 + o_proj 10: rank r enters all-reduce #1 at
+//   T + 52 + r, the last one (rank 7) at T + 59; it lasts 12 + (7 - r), so all leave at T + 71.
+//   Slowing rank 3's QKV GEMM x1.5 (23 -> 34.5 us, +11.5): rank 3 enters at T + 55 + 11.5 = T + 66.5,
+//   now the last, and every rank's all-reduce #1 ends at T + 66.5 + 12 = T + 78.5: 7.5 us later
+//   (= 66.5 - 59). Everything after it has the same duration on every rank, so each of the 4 layers
+//   adds 7.5 us: every rank's decode step is 30 us longer, 60 us over the 2 steps.
+//   Replayed independently instead, rank 3 keeps its measured all-reduce (16 us, waiting included)
+//   and alone gets 4 x 11.5 = 46 us longer per step; the other ranks do not move.
+TEST(TraceWhatIf, SlowingOneRanksGemmDelaysEveryRanksNextCollective) {
+  TempDir d;
+  testgen::write_trace_dir(coupled_spec(), d.str());
+  auto files = read_trace(d.str());
+  auto table = CategoryTable::builtin();
+  const std::string qkv = "tilesize128x128x64";  // the QKV GEMM's kernel only (the LM head is 256x128x64)
+
+  // The first decode step's graphs, matched and replayed on one engine.
+  std::vector<RankTimeline> tls;
+  for (const auto& f : files) tls.push_back(build_timeline(f, table, AnalyzeOptions{}));
+  std::vector<ReplayGraph> graphs;
+  std::vector<const RankTimeline*> tlp;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < files.size(); ++r) {
+    ASSERT_EQ(tls[r].windows[0].name, "ProfilerStep#0");
+    graphs.push_back(infer_replay_graph(tls[r], ops_by_window(tls[r])[0], 2.0));
+    tlp.push_back(&tls[r]);
+    ranks.push_back(files[r].rank);
+  }
+  std::vector<ReplayGraph*> gp;
+  std::vector<const ReplayGraph*> cgp;
+  for (auto& g : graphs) {
+    gp.push_back(&g);
+    cgp.push_back(&g);
+  }
+  auto m = match_collectives(gp, tlp, ranks, default_collective_group(files));
+  EXPECT_EQ(m.groups.size(), 8u);  // per layer all-reduce #1 and #2, 4 layers
+  EXPECT_EQ(m.by_order, 8);
+  EXPECT_EQ(m.incomplete + m.mismatched + m.skewed_members, 0);
+  auto first_ar1 = [&](size_t r) {
+    for (size_t i = 0; i < graphs[r].nodes.size(); ++i)
+      if (files[r].strings.str(files[r].gpu_ops[tls[r].ops[graphs[r].nodes[i].op].gpu].name).rfind("ncclDevKernel", 0) == 0)
+        return i;
+    return size_t{0};
+  };
+  auto base = replay(cgp, m.groups);
+  for (size_t r = 0; r < graphs.size(); ++r) {
+    EXPECT_NEAR(base.end_us[r][first_ar1(r)], 71.0, 1e-6) << "rank " << r;
+    EXPECT_NEAR(base.span_us[r], graphs[r].measured_span_us, 1e-6) << "rank " << r;
+  }
+  WhatIfOptions opt;
+  opt.scale.push_back(parse_rank_scale("3:" + qkv + "=1.5"));
+  for (size_t r = 0; r < graphs.size(); ++r) {
+    auto ch = apply_whatif(graphs[r], tls[r], opt, 8, files[r].rank);
+    EXPECT_EQ(ch.scaled, r == 3 ? 4 : 0);
+  }
+  auto slow = replay(cgp, m.groups);
+  for (size_t r = 0; r < graphs.size(); ++r) {
+    EXPECT_NEAR(slow.end_us[r][first_ar1(r)], 78.5, 1e-6) << "rank " << r;
+    EXPECT_NEAR(slow.span_us[r] - base.span_us[r], 4 * 7.5, 1e-6) << "rank " << r;
+  }
+
+  // The command's report: per rank, 2 decode steps.
+  opt.window = "decode";
+  auto rep = whatif(files, table, AnalyzeOptions{}, opt, d.str());
+  EXPECT_TRUE(rep.coupled);
+  EXPECT_EQ(rep.collectives.by_order, 16);
+  EXPECT_LE(rep.max_replay_error_us, 1e-6);
+  for (size_t r = 0; r < 8; ++r) EXPECT_NEAR(rep.whatif_by_rank[r] - rep.replay_by_rank[r], 60.0, 1e-6) << "rank " << r;
+  EXPECT_NE(to_table(rep).find("step time per rank"), std::string::npos);
+  opt.independent_ranks = true;
+  auto alone = whatif(files, table, AnalyzeOptions{}, opt, d.str());
+  for (size_t r = 0; r < 8; ++r)
+    EXPECT_NEAR(alone.whatif_by_rank[r] - alone.replay_by_rank[r], r == 3 ? 2 * 46.0 : 0.0, 1e-6) << "rank " << r;
+  EXPECT_THROW(parse_rank_scale("x:gemm=2"), std::invalid_argument);
+  EXPECT_THROW(parse_rank_scale("3:gemm"), std::invalid_argument);
+  EXPECT_THROW(parse_rank_scale(":gemm=2"), std::invalid_argument);
+}
+
+// Stragglers, by hand on the same trace: in each of the 8 decode all-reduce #1 rank 7 enters last,
+// 1 us after rank 6 (hold 1 us each: 8 us), while ranks 0..6 wait 7 - r us (28 us per collective,
+// 224 us); all-reduce #2 starts at the same time everywhere (a tie: nobody is last).
+TEST(TraceWhatIf, StragglersNameTheRankThatHoldsTheOthersBack) {
+  TempDir d;
+  testgen::write_trace_dir(coupled_spec(), d.str());
+  auto files = read_trace(d.str());
+  auto rep = stragglers(files, CategoryTable::builtin(), AnalyzeOptions{}, "decode", 2.0, d.str());
+  EXPECT_EQ(rep.windows, 2);
+  EXPECT_EQ(rep.collectives.by_order, 16);
+  ASSERT_EQ(rep.ranks.size(), 8u);
+  EXPECT_EQ(rep.ranks[0].rank, 7);
+  EXPECT_EQ(rep.ranks[0].last, 8);
+  EXPECT_NEAR(rep.ranks[0].hold_us, 8.0, 1e-6);
+  EXPECT_NEAR(rep.ranks[0].others_waited_us, 224.0, 1e-6);
+  EXPECT_NEAR(rep.ranks[0].waited_us, 0.0, 1e-6);
+  for (size_t i = 1; i < 8; ++i) {
+    EXPECT_EQ(rep.ranks[i].last, 0);
+    EXPECT_NEAR(rep.ranks[i].waited_us, 8.0 * (7 - rep.ranks[i].rank), 1e-6) << rep.ranks[i].rank;
+    EXPECT_EQ(rep.ranks[i].collectives, 16);
+  }
+  EXPECT_NE(to_table(rep).find("held back by: rank 7 (8.0 us over 8 collective(s))"), std::string::npos) << to_table(rep);
+  EXPECT_THROW(stragglers({files[0]}, CategoryTable::builtin(), AnalyzeOptions{}, "decode", 2.0, "one"), std::invalid_argument);
+}
+
+// Two ranks ran two collectives in opposite orders (r0: X then Y, r1: Y then X, one stream each):
+// matched by kernel name they would wait for each other in a circle. The window is replayed with
+// each rank's measured collectives instead, with a warning, and still reproduces the trace.
+TEST(TraceWhatIf, CollectivesMatchedInACycleFallBackToMeasuredDurations) {
+  TempDir d;
+  auto rank = [](int r, const char* first, const char* second) {
+    return fmt::format(R"json({{"distributedInfo": {{"rank": {}}}, "traceEvents": [
+      {{"ph": "X", "cat": "kernel", "name": "{}", "ts": 1000, "dur": 10, "args": {{"stream": 7}}}},
+      {{"ph": "X", "cat": "kernel", "name": "{}", "ts": 1010, "dur": 10, "args": {{"stream": 7}}}}]}})json",
+                       r, first, second);
+  };
+  write_text(d.file("r0.json"), rank(0, "ncclKernel_X", "ncclKernel_Y"));
+  write_text(d.file("r1.json"), rank(1, "ncclKernel_Y", "ncclKernel_X"));
+  auto files = read_trace(d.str());
+  WhatIfOptions opt;
+  opt.window = "all";
+  auto rep = whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, opt, d.str());
+  EXPECT_EQ(rep.collectives.by_order, 2);
+  bool warned = false;
+  for (const auto& w : rep.warnings) warned |= w.find("wait for each other in a cycle") != std::string::npos;
+  EXPECT_TRUE(warned);
+  EXPECT_NEAR(rep.replay_us, 20.0, 1e-6);
+  EXPECT_LE(rep.max_replay_error_us, 1e-6);
+}
+
+// A graph that can never finish (a dependency cycle, which the inference never builds) ends the
+// replay with an error, not a hang.
+TEST(TraceWhatIf, ACycleIsAnErrorNotAHang) {
+  ReplayGraph g;
+  g.nodes.resize(2);
+  g.nodes[0].stream = 0;
+  g.nodes[0].dur_us = 1;
+  g.nodes[0].deps = {1};
+  g.nodes[0].dep_lag_us = {0};
+  g.nodes[1].stream = 0;  // follows node 0 on its stream, and node 0 waits for it
+  g.nodes[1].dur_us = 1;
+  try {
+    replay_span_us(g);
+    ADD_FAILURE() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("could never run"), std::string::npos) << e.what();
+  }
+}
+
 /// Run the `trace` sub-commands as the fusesim binary would; returns stdout.
 std::string run_cli(std::vector<std::string> args) {
   CLI::App app{"fusesim"};
@@ -227,5 +391,26 @@ TEST(TraceCli, AnalyzeAndWhatIfCommands) {
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
 }
 
+
+TEST(TraceCli, DefinitionsHtaStragglersAndPerRankScale) {
+  TempDir d;
+  testgen::write_trace_dir(coupled_spec(), d.str());
+  auto hta = run_cli({"trace", "analyze", d.str(), "--definitions", "hta"});
+  EXPECT_NE(hta.find("Holistic Trace Analysis' definitions"), std::string::npos) << hta;
+  EXPECT_NE(hta.find("kernel-type breakdown"), std::string::npos) << hta;
+  auto hj = nlohmann::json::parse(run_cli({"trace", "analyze", d.str(), "--definitions", "hta", "--format", "json"}));
+  EXPECT_EQ(hj["definitions"], "hta");
+  EXPECT_EQ(hj["ranks"].size(), 8u);
+  auto st = run_cli({"trace", "stragglers", d.str(), "--window", "decode"});
+  EXPECT_NE(st.find("held back by: rank 7"), std::string::npos) << st;
+  auto sj = nlohmann::json::parse(run_cli({"trace", "stragglers", d.str(), "--format", "json"}));
+  EXPECT_EQ(sj["ranks"][0]["rank"], 7);
+  auto wj = nlohmann::json::parse(run_cli({"trace", "whatif", d.str(), "--scale-on-rank", "3:tilesize128x128x64=1.5", "--format", "json"}));
+  EXPECT_TRUE(wj["ranks_coupled"].get<bool>());
+  EXPECT_EQ(wj["changes"]["scale_collective"][0]["rank"], 3);
+  for (size_t r = 0; r < 8; ++r)
+    EXPECT_NEAR(wj["whatif_us_by_rank"][r].get<double>() - wj["replay_us_by_rank"][r].get<double>(), 60.0, 1e-6) << r;
+  EXPECT_THROW(run_cli({"trace", "analyze", d.str(), "--definitions", "perfetto"}), CLI::Error);
+}
 }  // namespace
 }  // namespace fusesim::trace

@@ -221,7 +221,7 @@ class RankWriter {
                    "norm_quant", 3, false, {{"_C::rms_norm", fmt::format("[{0}, {0}, [7168], []]", x), fmt::format("[{0}, {0}, {0}, \"Scalar\"]", bf)}}};
     KernelDef qkv{amd ? "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x64x256_MI16x16x1_SN_LDSB1_AFC1_AFEM1"
                       : "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
-                  "gemm", 20, false,
+                  "gemm", 20 + (s_.collective_wait ? rank_ * s_.gemm_skew_us : 0.0), false,
                   {{"aten::linear", fmt::format("[{}, [2112, 7168], [2112]]", x), fmt::format("[{0}, {0}, {0}]", bf)},
                    {"aten::addmm", fmt::format("[[2112], {}, [7168, 2112], [], []]", x), fmt::format("[{0}, {0}, {0}, \"Scalar\", \"Scalar\"]", bf)}}};
     KernelDef attn{amd ? "mla_a8w8_qh16_qseqlen1_gqaratio16_ps" : "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t>, false>",
@@ -231,7 +231,8 @@ class RankWriter {
     KernelDef oproj{amd ? "Cijk_Alik_Bljk_BBS_BH_MT32x64x128_MI16x16x1_SN" : "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>",
                     "gemm", 10, false, {{"aten::mm", fmt::format("[[{}, 1024], [1024, 7168]]", M), fmt::format("[{0}, {0}]", bf)}}};
     KernelDef ar1{amd ? "rcclGenericKernel<1, false>(ncclDevComm*, unsigned long, ncclWork*)" : "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                  "communication", 12 + rank_ * s_.rank_comm_skew_us, false, {{"nccl:all_reduce", fmt::format("[{}]", x), fmt::format("[{}]", bf)}}};
+                  "communication",
+                  s_.collective_wait ? 12 + (s_.ranks - 1 - rank_) * s_.gemm_skew_us : 12 + rank_ * s_.rank_comm_skew_us, false, {{"nccl:all_reduce", fmt::format("[{}]", x), fmt::format("[{}]", bf)}}};
     KernelDef router{amd ? "_gemm_a16_w16_kernel" : "matmul_kernel_persistent", "gemm", 4, false,
                      {{"aten::linear", fmt::format("[{}, [256, 7168]]", x), fmt::format("[{0}, {0}]", bf)}}};
     KernelDef topk{amd ? "void aiter::biased_grouped_topk_kernel<__hip_bfloat16>" : "void moe_fused_gate_kernel<float, 256, 8>(void*, void*, float*, int*, long, long, long, long, double)",

@@ -33,6 +33,13 @@ struct GenSpec {
   bool extra_events = true;  ///< metadata, instant, counter and unknown-category events
   int python_events_per_kernel = 0;  ///< bulk python_function events (benchmark realism)
   double rank_comm_skew_us = 0.5;    ///< all-reduce #1 lasts 12 + rank * skew us (decode)
+  /// Collectives that wait for the slowest rank, as real ones do: the QKV GEMM lasts
+  /// 20 + rank * gemm_skew_us (decode), so rank r enters all-reduce #1 at 52 + r * gemm_skew_us
+  /// after its layer starts, and all-reduce #1 lasts 12 + (ranks - 1 - r) * gemm_skew_us: every rank
+  /// leaves it at 64 + (ranks - 1) * gemm_skew_us (12 us after the last one entered).
+  /// rank_comm_skew_us is then unused.
+  bool collective_wait = false;
+  double gemm_skew_us = 1.0;
   double layer_gap_us = 5.0;         ///< idle gap inside each decode layer (x prefill_scale)
   /// true: the kernel after the layer gap is launched by the host during the gap (host-bound);
   /// false: it was queued long before (the gap is a GPU-side delay).
