@@ -18,13 +18,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "calibrate/commands.hpp"
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
 #include "calibrate/mori_runner.hpp"
 #include "calibrate/plot.hpp"
 #include "hw/io.hpp"
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
 
 namespace fusesim {
 namespace {

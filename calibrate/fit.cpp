@@ -13,7 +13,8 @@
 #include <fmt/format.h>
 
 #include "calibrate/measurements.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
 
 namespace fusesim::calibrate {
 namespace {
@@ -97,7 +98,7 @@ struct Functor {
 std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& paths, double phase_weight) {
   std::vector<FitPoint> out;
   for (const auto& path : paths) {
-    const auto sc = models::Scenario::load(path);
+    const auto sc = scenario::load(path);
     refuse_layer_fits(sc);
     for (const auto& c : sc.cases) {
       if (!c.measured) continue;
@@ -121,10 +122,10 @@ std::vector<double> predict(const hw::Hardware& hw, const std::vector<FitPoint>&
     const auto key = std::make_pair(pt.model, std::string(e.c_str()));
     auto it = cache.find(key);
     if (it == cache.end()) {
-      auto runner = models::case_runners().find(pt.model);
-      if (runner == models::case_runners().end()) throw std::invalid_argument("unknown model '" + pt.model + "'");
+      const models::ModelSpec* spec = models::find_spec(pt.model);
+      if (!spec) throw std::invalid_argument("unknown model '" + pt.model + "'");
       try {
-        it = cache.emplace(key, runner->second(hw, pt.params, nullptr)).first;
+        it = cache.emplace(key, spec->run(hw, pt.params, nullptr)).first;
       } catch (const std::exception& e) {
         // Name the measurement, so a file that mixes hardware (seed 004: NVLink and InfiniBand) says which.
         throw std::invalid_argument(fmt::format("{}point {} ({}) on {}: {}",

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/afd/hardware.hpp"
+#include "models/case_params.hpp"
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
 #include "sim/simulation.hpp"
@@ -77,18 +79,18 @@ int channel_of(int t, int src, int sources, int C, bool rotate) {
 
 struct Ctx {
   const hw::Hardware& hw;
+  const AfdHw h;  ///< the hardware, read once (afd_hardware for this topology)
   const AfdCase& c;
   sim::TraceSink* trace;
   sim::Simulation sim;
   sim::FlowNetwork net{sim};
   AfdResult res;
-  double P(const std::string& k) const { return hw.get(k); }
-  Ctx(const hw::Hardware& h, const AfdCase& cc, sim::TraceSink* t) : hw(h), c(cc), trace(t) {
+  Ctx(const hw::Hardware& hwf, const AfdCase& cc, sim::TraceSink* t) : hw(hwf), h(afd_hardware(hwf).read(hwf)), c(cc), trace(t) {
     sim.set_trace(t);
   }
   /// Record a kernel span (seconds) on device d.
   void kernel(int d, const std::string& role, const std::string& name, double t0, double t1) {
-    res.kernels.push_back({d, role, name, t0 / kUs, t1 / kUs});
+    res.kernels.push_back({name, t0 / kUs, t1 / kUs, d, role});
   }
 };
 
@@ -123,10 +125,10 @@ void run_nvlink(Ctx& x) {
   const double tok = combine_row_bytes(c);       // combine rows (bf16)
   const double xtok = double(c.hidden) * c.dtype_bytes;  // an expanded row in the dispatch dtype
   const double dtok = dispatch_token_bytes(c);    // a dispatched token on the wire
-  const double gap = x.P("afd.kernel_gap");
-  const double nvl_lat = x.P("nvlink.latency");
+  const double gap = x.h.launch_gap;
+  const double nvl_lat = x.h.nvlink_latency;
   // A GPU's NVLink egress/ingress: what its SMs' stores reach, capped by the links' per-direction rate.
-  const double port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
+  const double port = std::min(x.h.sm_store_peak, x.h.link_per_direction);
   auto& sim = x.sim;
   auto& net = x.net;
 
@@ -137,16 +139,16 @@ void run_nvlink(Ctx& x) {
   // screen at T=2048 runs its 25 MB of reduced rows at ~200 GB/s with 48 combine SMs and ~260 GB/s
   // with 64-132 (seed 004). A flat 198.5 GB/s cap (the previous model) predicted both flat (183 us;
   // 288 us, +12.05% at 132 SMs). combine_store_per_sm = 0 restores the flat cap.
-  const double per_sm = x.P("afd.combine_store_per_sm");
-  const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.P("afd.combine_store_peak") + 1.0 / (combine_sms_ffn * per_sm))
-                                      : x.P("afd.combine_store_peak");
+  const double per_sm = x.h.combine_store_per_sm;
+  const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.h.combine_store_peak + 1.0 / (combine_sms_ffn * per_sm))
+                                      : x.h.combine_store_peak;
   std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N), cstore(N);
   for (int g = 0; g < N; ++g) {
     eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
     in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
     hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
-    gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.P("afd.combine_gather_peak"));
+                              x.h.fabric_bandwidth * x.h.epilogue_efficiency);
+    gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.h.combine_gather_peak);
     cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), store_cap);
   }
   auto dev_attn = [&](int a) { return F + a; };
@@ -157,8 +159,8 @@ void run_nvlink(Ctx& x) {
   std::vector<double> in_bytes(N, 0), rows_bytes(N, 0);
   // The role-unaware (masked) kernel does its extra layout/notify work for every rank before the
   // first payload byte, so it delays the payload and the count stores alike.
-  const double masked_disp0 = masked ? x.P("masked.dispatch_extra") + x.P("masked.per_source") * A : 0.0;
-  const double t_first = x.P("afd.dispatch_fixed") + masked_disp0;
+  const double masked_disp0 = masked ? x.h.masked_dispatch_extra + x.h.masked_per_source * A : 0.0;
+  const double t_first = x.h.dispatch_fixed + masked_disp0;
 
   auto L_disp_all = std::make_shared<Latch>();
   std::vector<Latch> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
@@ -175,9 +177,9 @@ void run_nvlink(Ctx& x) {
       // The partials were just written into this GPU's receive buffers by the FFN ranks' NVLink
       // stores and are read back once (largely from L2), so the reduce streams at its own rate,
       // not at the device-to-device copy rate of the expansion epilogue.
-      dur = x.P("afd.reduce_fixed") + x.P("afd.reduce_per_source") * fh + bytes / x.P("afd.reduce_bandwidth");
+      dur = x.h.reduce_fixed + x.h.reduce_per_source * fh + bytes / x.h.reduce_bandwidth;
     } else {
-      dur = x.P("masked.idle_epilogue");
+      dur = x.h.masked_idle_epilogue;
     }
     red_end[d] = t0 + dur;
     x.kernel(d, d >= F ? "attention" : "ffn", "combine_reduce_epilogue", t0, t0 + dur);
@@ -191,18 +193,18 @@ void run_nvlink(Ctx& x) {
   };
   auto ffn_combine = [&](int f) {
     comb_start[f] = sim.now();
-    const double t_send = sim.now() + x.P("afd.combine_fixed");
+    const double t_send = sim.now() + x.h.combine_fixed;
     const int Cc = channels_of(combine_sms_ffn);
     // Flows per (combine SM, Attention destination): reduced rows of the tokens whose channel
     // (t mod Cc) belongs to that SM; the SM reads every expert row it reduces.
     std::vector<sim::ResourceId> csm(combine_sms_ffn);
     for (int s = 0; s < combine_sms_ffn; ++s)
-      csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.P("afd.combine_row_rate"));
+      csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.h.combine_row_rate);
     // Latency-bound warps (Little's law): each SM's combine warps are split evenly over the N ranks
     // of the domain, whatever their role, so one destination gets warps_per_sm / N warps per SM;
     // each holds one token for combine_token_latency. This caps every (SM, destination) flow.
-    const double warps_per_dest = x.P("afd.combine_warps_per_sm") / double(N);
-    const double lane_cap = warps_per_dest * tok / x.P("afd.combine_token_latency");
+    const double warps_per_dest = x.h.combine_warps_per_sm / double(N);
+    const double lane_cap = warps_per_dest * tok / x.h.combine_token_latency;
     struct Acc { double tokens = 0, rows = 0; };
     std::vector<Acc> acc(size_t(combine_sms_ffn) * A);
     for (int a = 0; a < A; ++a)
@@ -220,8 +222,8 @@ void run_nvlink(Ctx& x) {
       // Per-destination serial tail: finish flags go out one Attention rank after another.
       int ndest = 0;
       for (int a = 0; a < A; ++a) ndest += r.tokens_to[a][f] > 0;
-      double t_end = sim.now() + x.P("afd.combine_finish") + x.P("afd.combine_per_dest") * ndest;
-      if (c.grid_sync_exit) t_end += x.P("afd.grid_sync_exit");
+      double t_end = sim.now() + x.h.combine_finish + x.h.combine_per_dest * ndest;
+      if (c.grid_sync_exit) t_end += x.h.grid_sync_exit;
       if (masked) { L_comb_all->down(); return; }
       finish_attention_combine(f, t_end);
       sim.at(t_end, [&] { L_ffn_comb_end->down(); });  // the Attention ranks see the FFN's exit
@@ -253,9 +255,9 @@ void run_nvlink(Ctx& x) {
       // pass the trigger once their sends are out, masked.idle_launch_lead before the domain-wide
       // end; the kernel then waits in its grid-dependency sync for the dispatch to complete and
       // exits masked.idle_tail later, having nothing to copy.
-      const double t1 = t0 + x.P("masked.idle_tail");
+      const double t1 = t0 + x.h.masked_idle_tail;
       epi_end[d] = t1;
-      x.kernel(d, "attention", "dispatch_copy_epilogue", t0 - x.P("masked.idle_launch_lead"), t1);
+      x.kernel(d, "attention", "dispatch_copy_epilogue", t0 - x.h.masked_idle_launch_lead, t1);
       sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
       return;
     }
@@ -263,14 +265,14 @@ void run_nvlink(Ctx& x) {
     fs.name = fmt::format("expand gpu{}", d);
     fs.bytes = in_bytes[d] + rows_bytes[d];
     fs.path = {{hbm[d], 1.0}};
-    fs.start_latency = x.P("afd.epilogue_fixed");
+    fs.start_latency = x.h.epilogue_fixed;
     fs.on_done = [&, d] {
       epi_end[d] = sim.now();
       // Launched (programmatic dependent launch) at the earlier of two triggers: every source's
       // count arrived (epi_start), or dispatch_impl's blocks passed their own launch trigger on the
       // way out, which precedes its recorded end by the path's exit lead (the afd FFN receive
       // kernel's notify-warp trigger and exit differ from the role-unaware masked kernel's).
-      const double lead = masked ? x.P("masked.dispatch_exit_lead") : x.P("afd.dispatch_exit_lead");
+      const double lead = masked ? x.h.masked_dispatch_exit_lead : x.h.dispatch_exit_lead;
       x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d] - lead), sim.now());
       sim.after(gap, [&, d] { ffn_combine(d); });
     };
@@ -316,7 +318,7 @@ void run_nvlink(Ctx& x) {
     for (int s = 0; s < sms; ++s)
       for (int f = 0; f < F; ++f)
         if (grp[(size_t(a) * sms + s) * F + f].tokens > 0) { ++out_flows[a]; ++in_flows[f]; ++total_flows; }
-  const double fin = x.P("afd.dispatch_finish");
+  const double fin = x.h.dispatch_finish;
   L_disp_all->arm(total_flows, [&, fin] {
     if (!masked) return;
     const double t_end = sim.now() + fin;
@@ -333,8 +335,8 @@ void run_nvlink(Ctx& x) {
   for (int a = 0; a < A; ++a)
     for (int s = 0; s < sms; ++s)
       sm_res[size_t(a) * sms + s] = net.add_resource(fmt::format("gpu{}/transport_sm{}", dev_attn(a), s),
-                                                     x.P("afd.sm_store_rate"));
-  const double tser = x.P("afd.token_serial");
+                                                     x.h.sm_store_rate);
+  const double tser = x.h.token_serial;
   // Count trigger (seed 004 streaming_expand_timing_bound: counts only precede the payload when
   // the payload warps are held back): source a's count store leaves behind the payload it emitted
   // first, share x T x dtok bytes of its egress; its flows are split there, and the FFN's epilogue
@@ -350,11 +352,11 @@ void run_nvlink(Ctx& x) {
     // The count store rides behind the payload part already delivered (its NVLink latency is in
     // that flow's); the role-unaware masked kernel publishes it masked.count_delay later (its
     // notify covers every rank of the domain, not just the FFN ranks).
-    for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.P("masked.count_delay") : 0.0);
+    for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.h.masked_count_delay : 0.0);
   });
   for (int a = 0; a < A; ++a)
     L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->down(); });
-  const double share = x.P("afd.count_issue_share");
+  const double share = x.h.count_issue_share;
   for (int a = 0; a < A; ++a) {
     const double q = egress[a] > 0 ? std::min(1.0, share * T * dtok / egress[a]) : 1.0;
     for (int s = 0; s < sms; ++s)
@@ -389,16 +391,16 @@ void run_nvlink(Ctx& x) {
     double t = sim.now() + nvl_lat;
     for (int a = 0; a < A; ++a) {
       const int d = dev_attn(a);
-      const double t_min = comb_start[d] + x.P("afd.combine_fixed") + x.P("afd.combine_finish");
+      const double t_min = comb_start[d] + x.h.combine_fixed + x.h.combine_finish;
       finish_attention_combine(d, std::max(t, t_min));
     }
   });
   const int masked_comb = F;
   if (masked)
     L_comb_all->arm(masked_comb, [&] {
-      const double t_end = sim.now() + x.P("afd.combine_finish") + x.P("masked.combine_extra") +
-                           x.P("masked.per_source") * A +
-                           (c.grid_sync_exit ? x.P("afd.grid_sync_exit") : 0.0);
+      const double t_end = sim.now() + x.h.combine_finish + x.h.masked_combine_extra +
+                           x.h.masked_per_source * A +
+                           (c.grid_sync_exit ? x.h.grid_sync_exit : 0.0);
       for (int d = 0; d < N; ++d) finish_attention_combine(d, std::max(t_end, comb_start[d]));
     });
 
@@ -409,17 +411,17 @@ void run_nvlink(Ctx& x) {
   // ---- results ----
   double span = 0;
   for (int a = 0; a < A; ++a) span = std::max(span, red_end[dev_attn(a)]);
-  const double period = span + x.P("afd.exchange_gap");
+  const double period = span + x.h.exchange_gap;
   // Attention dispatch kernels start at 0; every rank relaunches its dispatch one exchange gap
   // after its own previous exchange ended (steady state, one period earlier): FFN ranks therefore
   // start waiting before the Attention ranks do.
   for (int a = 0; a < A; ++a) x.kernel(dev_attn(a), "attention", "dispatch_impl", 0.0, disp_end[dev_attn(a)]);
   for (int f = 0; f < F; ++f) {
     const double last = masked ? red_end[f] : comb_end[f];
-    const double start = std::min(0.0, last - period + x.P("afd.exchange_gap"));
+    const double start = std::min(0.0, last - period + x.h.exchange_gap);
     x.kernel(f, "ffn", "dispatch_impl", start, disp_end[f]);
   }
-  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const hw::Span& p, const hw::Span& q) {
     return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
   });
   x.res.span_us = span / kUs;
@@ -427,9 +429,9 @@ void run_nvlink(Ctx& x) {
   if (c.view == "collect") {
     double collect = 0;
     for (int a = 0; a < A; ++a) collect = std::max(collect, comb_end[dev_attn(a)]);
-    x.res.exchange_us = (collect + x.P("afd.collect_offset")) / kUs;
+    x.res.exchange_us = (collect + x.h.collect_offset) / kUs;
   } else {
-    x.res.exchange_us = (span + x.P("afd.timer_offset")) / kUs;
+    x.res.exchange_us = (span + x.h.timer_offset) / kUs;
   }
   x.res.channels = C;
   double tb = 0;
@@ -453,14 +455,14 @@ void run_pods(Ctx& x) {
                dtok = dispatch_token_bytes(c);
   auto& sim = x.sim;
   auto& net = x.net;
-  const double gap = x.P("afd.kernel_gap"), wire = x.P("nic.wire_latency");
-  const double nicbw = x.P("nic.payload_bandwidth"),
-               port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
-  const double t_db = x.P("nic.doorbell_cost"), t_req = x.P("nic.atomic_requester_cost"),
-               t_resp = x.P("nic.atomic_responder_cost"), t_cpl = x.P("nic.completion_cost"),
-               t_poll = x.P("nic.full_queue_poll");
-  const int depth = int(x.P("nic.queue_depth"));
-  const int qps_per_peer = std::min<int>(int(x.P("nic.qps_per_peer")), sms);
+  const double gap = x.h.launch_gap, wire = x.h.nic_wire_latency;
+  const double nicbw = x.h.nic_payload_bandwidth,
+               port = std::min(x.h.sm_store_peak, x.h.link_per_direction);
+  const double t_db = x.h.nic_doorbell_cost, t_req = x.h.nic_atomic_requester_cost,
+               t_resp = x.h.nic_atomic_responder_cost, t_cpl = x.h.nic_completion_cost,
+               t_poll = x.h.nic_full_queue_poll;
+  const int depth = int(x.h.nic_queue_depth);
+  const int qps_per_peer = std::min<int>(int(x.h.nic_qps_per_peer), sms);
   auto dev = [&](int a) { return F + a; };
   auto rail = [&](int a) { return (a % P) % F; };
 
@@ -484,9 +486,9 @@ void run_pods(Ctx& x) {
     eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
     in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
     hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
+                              x.h.fabric_bandwidth * x.h.epilogue_efficiency);
   }
-  for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.P("hybrid.forward_bandwidth"));
+  for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.h.hybrid_forward_bandwidth);
   std::vector<std::unique_ptr<sim::OpServer>> nic_servers;
   std::vector<sim::OpServer*> req(N), resp(N);
   for (int g = 0; g < N; ++g) {
@@ -556,13 +558,13 @@ void run_pods(Ctx& x) {
   // ------------------------------------------------------------------ combine ----
   auto attn_combine_done = [&](int a) {
     const int d = dev(a);
-    comb_end[d] = sim.now() + x.P("afd.combine_finish");
+    comb_end[d] = sim.now() + x.h.combine_finish;
     x.kernel(d, "attention", "hybrid_combine", comb_start[d], comb_end[d]);
     for (int f = 0; f < F; ++f) L_ffn_exit[f].down();
   };
   auto ffn_combine = [&](int f) {
     comb_start[f] = sim.now();
-    const double t0 = x.P("hybrid.combine_fixed");
+    const double t0 = x.h.hybrid_combine_fixed;
     // Serial per-source chain (AFD.md): the expert warp sends up to 4S rows, then S reduce+put steps.
     int max_pairs = 0;
     {
@@ -572,8 +574,8 @@ void run_pods(Ctx& x) {
           if (r.hits[a][t] >> f & 1) max_pairs = std::max(max_pairs, ++pairs[channel_of(t, a, A, C, c.rotate_channels)]);
     }
     const int nsrc = int(srcs[f].size());
-    const double chain = max_pairs * x.P("hybrid.combine_row_serial") +
-                         (c.hybrid ? nsrc * x.P("hybrid.reduce_put_per_source") : 0.0);
+    const double chain = max_pairs * x.h.hybrid_combine_row_serial +
+                         (c.hybrid ? nsrc * x.h.hybrid_reduce_put_per_source : 0.0);
     // Payload: the reduced rows back to every source (over its rail forwarder in hybrid).
     std::vector<std::pair<int, double>> flows;  // (source, bytes)
     for (int a : srcs[f]) {
@@ -599,13 +601,13 @@ void run_pods(Ctx& x) {
         }
       }
       L_post->arm(groups, [&, f] {
-        comb_end[f] = sim.now() + x.P("afd.combine_finish");
+        comb_end[f] = sim.now() + x.h.combine_finish;
         x.kernel(f, "ffn", "hybrid_combine", comb_start[f], comb_end[f]);
         sim.at(comb_end[f] + gap, [&, f] {
           const double t1 = sim.now();
           L_ffn_exit[f].arm(A, [&, f, t1] {
             const double e = std::max(sim.now() + wire, t1) +
-                             x.P("hybrid.exit_per_source") * double(A);
+                             x.h.hybrid_exit_per_source * double(A);
             done_end[f] = e;
             x.kernel(f, "ffn", "afdep_ffn_complete", t1, e);
           });
@@ -646,7 +648,7 @@ void run_pods(Ctx& x) {
     fs.name = fmt::format("expand gpu{}", f);
     fs.bytes = bytes;
     fs.path = {{hbm[f], 1.0}};
-    fs.start_latency = x.P("afd.epilogue_fixed");
+    fs.start_latency = x.h.epilogue_fixed;
     fs.on_done = [&, f, t0] {
       epi_end[f] = sim.now();
       x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
@@ -656,8 +658,8 @@ void run_pods(Ctx& x) {
   };
 
   // ------------------------------------------------------------------ dispatch ----
-  const double t_disp = x.P("hybrid.dispatch_fixed") + (c.hybrid ? 0.0 : x.P("hybrid.direct_fixed")) +
-                        (masked && c.hybrid ? x.P("hybrid.masked_extra") + x.P("hybrid.masked_per_source") * S : 0.0);
+  const double t_disp = x.h.hybrid_dispatch_fixed + (c.hybrid ? 0.0 : x.h.hybrid_direct_fixed) +
+                        (masked && c.hybrid ? x.h.hybrid_masked_extra + x.h.hybrid_masked_per_source * S : 0.0);
   // FFN f's dispatch ends when (i) all C*S finish atomics of its sources were served, (ii) the
   // serial forwarding of the tokens on its busiest channel is done and (iii) every payload byte
   // addressed to it (RDMA + NVLink forward) arrived.
@@ -687,7 +689,7 @@ void run_pods(Ctx& x) {
     // forwarders feeding g: every rail FFN in hybrid (their chains), itself in direct mode.
     const int fw = c.hybrid ? F : 0;
     L_ffn_disp[g].arm(ffn_in_flows[g] + fw + (c.hybrid ? 0 : 1), [&, g] {
-      disp_end[g] = sim.now() + x.P("afd.dispatch_finish");
+      disp_end[g] = sim.now() + x.h.dispatch_finish;
       x.kernel(g, "ffn", "hybrid_dispatch", 0.0, disp_end[g]);
       sim.at(disp_end[g] + gap, [&, g] { ffn_epilogue(g); });
     });
@@ -698,7 +700,7 @@ void run_pods(Ctx& x) {
     L_atomics[f].arm(groups, [&, f] {
       atomics_done[f] = sim.now();
       if (c.hybrid) {
-        const double chain = fwd_chain[f] * x.P("hybrid.forward_per_token");
+        const double chain = fwd_chain[f] * x.h.hybrid_forward_per_token;
         sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].down(); });
       } else {
         L_ffn_disp[f].down();
@@ -727,7 +729,7 @@ void run_pods(Ctx& x) {
         }
       }
       L_post->arm(int(todo.size()), [&, a] {
-        disp_end[dev(a)] = sim.now() + x.P("afd.dispatch_finish");
+        disp_end[dev(a)] = sim.now() + x.h.dispatch_finish;
         x.kernel(dev(a), "attention", "hybrid_dispatch", 0.0, disp_end[dev(a)]);
         sim.at(disp_end[dev(a)] + gap, [&, a] { comb_start[dev(a)] = sim.now(); });
       });
@@ -760,14 +762,14 @@ void run_pods(Ctx& x) {
   double span = 0, ffn_span = 0;
   for (int a = 0; a < A; ++a) span = std::max(span, comb_end[dev(a)]);
   for (int f = 0; f < F; ++f) ffn_span = std::max(ffn_span, done_end[f]);
-  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const hw::Span& p, const hw::Span& q) {
     return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
   });
   // Steady state: the next exchange cannot start before the FFN pod's exit barrier completes.
   const double cycle = std::max(span, ffn_span);
   x.res.span_us = span / kUs;
-  x.res.period_us = (cycle + x.P("afd.exchange_gap")) / kUs;
-  x.res.exchange_us = (cycle + x.P("afd.timer_offset")) / kUs;
+  x.res.period_us = (cycle + x.h.exchange_gap) / kUs;
+  x.res.exchange_us = (cycle + x.h.timer_offset) / kUs;
   x.res.channels = C;
   x.res.cross_node = true;
   x.res.extra["sources_per_ffn_nic"] = double(srcs[0].size());
@@ -783,27 +785,11 @@ bool AfdCase::was_given(const std::string& key) const {
 
 bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
 
-const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
-  // The hardware parameters each topology's model reads (run_nvlink / run_pods); the registry cannot
-  // mark them required, since the NVLink domain and the pods read different sets.
-  static const std::vector<std::string> nvlink_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
-      "afd.combine_gather_peak", "afd.combine_per_dest", "afd.combine_row_rate", "afd.combine_store_peak",
-      "afd.combine_store_per_sm", "afd.combine_token_latency", "afd.combine_warps_per_sm", "afd.count_issue_share",
-      "afd.dispatch_exit_lead", "afd.dispatch_finish", "afd.dispatch_fixed", "afd.epilogue_efficiency",
-      "afd.epilogue_fixed", "afd.exchange_gap", "afd.grid_sync_exit", "afd.kernel_gap", "afd.reduce_bandwidth",
-      "afd.reduce_fixed", "afd.reduce_per_source", "afd.sm_store_rate", "afd.token_serial", "masked.combine_extra",
-      "masked.count_delay", "masked.dispatch_exit_lead", "masked.dispatch_extra", "masked.idle_epilogue",
-      "masked.idle_launch_lead", "masked.idle_tail", "masked.per_source", "afd.collect_offset", "afd.timer_offset"};
-  static const std::vector<std::string> pods_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish",
-      "afd.dispatch_finish", "afd.epilogue_efficiency", "afd.epilogue_fixed", "afd.exchange_gap", "afd.kernel_gap",
-      "afd.timer_offset", "hybrid.combine_fixed", "hybrid.combine_row_serial", "hybrid.direct_fixed",
-      "hybrid.dispatch_fixed", "hybrid.exit_per_source", "hybrid.forward_bandwidth", "hybrid.forward_per_token",
-      "hybrid.masked_extra", "hybrid.masked_per_source", "hybrid.reduce_put_per_source", "nic.atomic_requester_cost",
-      "nic.atomic_responder_cost", "nic.completion_cost", "nic.doorbell_cost", "nic.full_queue_poll",
-      "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
-  return hw.topology_kind() == "pods" ? pods_keys : nvlink_keys;
+std::vector<std::string> hardware_keys(const hw::Hardware& hw) {
+  std::vector<std::string> keys;
+  for (const auto& r : afd_hardware(hw).reads())
+    if (r.required()) keys.push_back(r.decl.key);
+  return keys;
 }
 
 int gpus_per_nic(const hw::Hardware& hw) { return nic_sharing(hw); }
@@ -825,11 +811,9 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
           hw.name(), missing.size(), hw.topology_kind(), fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 8), ", "),
           missing.size() > 8 ? fmt::format(" and {} more", missing.size() - 8) : ""));
   }
-  // Every message quotes the key first: the scenario loader points at the line of the first quoted
-  // word that is a param key.
-  auto bad = [](const std::string& k, const std::string& m) {
-    throw std::invalid_argument(fmt::format("afd case: '{}' {}", k, m));
-  };
+  // Every message quotes the key first; the error carries it (models::ParamError), so the scenario
+  // runner points at that key's line.
+  auto bad = [](const std::string& k, const std::string& m) { throw models::ParamError(k, fmt::format("afd case: '{}' {}", k, m)); };
   if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked")
     bad("path", "must be afd, afd_shared or masked, got '" + c.path + "'");
   if (c.view != "span" && c.view != "collect") bad("view", "must be span or collect, got '" + c.view + "'");
@@ -849,7 +833,7 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
     bad("attention_ranks", fmt::format("+ 'ffn_ranks' = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
   if (c.tokens < 1 || c.tokens > kMaxTokens)
     bad("tokens", fmt::format("must be in 1..{} (tokens per Attention rank), got {}", kMaxTokens, c.tokens));
-  const int sm = int(hw.get_or("gpu.sm_count", 132));
+  const int sm = int(afd_hardware(hw).read(hw).compute_units);
   if (c.transport_sms < 1 || c.transport_sms > sm) bad("transport_sms", fmt::format("must be in 1..{}, got {}", sm, c.transport_sms));
   if (c.combine_sms < 0 || c.combine_sms > sm) bad("combine_sms", fmt::format("must be in 0..{}, got {}", sm, c.combine_sms));
   if (c.ffn_combine_sms < 0 || c.ffn_combine_sms > sm)
@@ -905,7 +889,7 @@ AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink*
   }
   if (trace) {
     for (const auto& k : x.res.kernels)
-      trace->slice(fmt::format("gpu{}/kernels", k.device), k.kernel, k.start_us * kUs, k.end_us * kUs,
+      trace->slice(fmt::format("gpu{}/kernels", k.device), k.name, k.start_us * kUs, k.end_us * kUs,
                    {{"role", k.role}});
   }
   return x.res;

@@ -31,8 +31,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "models/afd/params.hpp"
-#include "models/scenario.hpp"
+#include "models/afd/hardware.hpp"
+#include "models/afd/timeline.hpp"
+#include "scenario/load.hpp"
+#include "scenario/run.hpp"
 
 using namespace fusesim;
 
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
   // its cases on the trial hardware.
   std::vector<models::Scenario> scs;
   for (const auto& s : scen) {
-    scs.push_back(models::Scenario::load(s));
+    scs.push_back(scenario::load(s));
     if (scs.back().model != "afd")
       throw std::invalid_argument(fmt::format("{}: model '{}': fusesim_afd_fit fits AFD scenarios (model: afd) only", s,
                                               scs.back().model));
@@ -148,9 +150,9 @@ int main(int argc, char** argv) {
     double max_abs_err_pct() const { return summary["max_abs_error_pct"].is_null() ? 0.0 : summary["max_abs_error_pct"].get<double>(); }
   };
   auto evaluate = [&](const models::Scenario& sc) {
-    const auto res = models::run_scenario(sc, hw);
-    return Eval{models::compared_points(res), models::kernel_duration_points(sc, res),
-                small_t_kw > 0 ? models::kernel_duration_points(sc, res, 0, models::kKernelDurationMinTokens - 1)
+    const auto res = scenario::run(sc, hw);
+    return Eval{scenario::compared_points(res), afd::kernel_duration_points(sc, res),
+                small_t_kw > 0 ? afd::kernel_duration_points(sc, res, 0, afd::kKernelDurationMinTokens - 1)
                                : std::vector<models::ComparedPoint>{},
                 res["summary"]};
   };

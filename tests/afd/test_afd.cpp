@@ -7,15 +7,18 @@
 #include <map>
 #include <set>
 
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 
 #include <cmath>
 #include <numeric>
 
 #include "models/afd/afd.hpp"
-#include "models/afd/params.hpp"
-#include "models/afd/scenario.hpp"
+#include "models/afd/hardware.hpp"
+#include "models/afd/spec.hpp"
+#include "models/afd/timeline.hpp"
 
 using namespace fusesim;
 using namespace fusesim::afd;
@@ -157,7 +160,7 @@ TEST(AfdModel, Fp8PayloadHalvesTheDispatchNotTheCombine) {
               (7168.0 + 56 * 4 + 8 * 8 + 64) / (2 * 7168.0 + 8 * 8 + 64), 1e-9);
   auto combine_of = [](const AfdResult& r, int dev) {
     for (const auto& k : r.kernels)
-      if (k.device == dev && k.kernel == "combine_impl") return k.end_us - k.start_us;
+      if (k.device == dev && k.name == "combine_impl") return k.end_us - k.start_us;
     return -1.0;
   };
   EXPECT_NEAR(combine_of(r8, 0), combine_of(rb, 0), 0.02 * combine_of(rb, 0));
@@ -340,9 +343,9 @@ TEST(AfdModel, NvlinkFlatAtT1AndFallingWithSmsAtLargeT) {
 }
 
 namespace {
-const KernelSpan* find_kernel(const AfdResult& r, int dev, const std::string& name) {
+const hw::Span* find_kernel(const AfdResult& r, int dev, const std::string& name) {
   for (const auto& k : r.kernels)
-    if (k.device == dev && k.kernel == name) return &k;
+    if (k.device == dev && k.name == name) return &k;
   return nullptr;
 }
 }  // namespace
@@ -420,7 +423,7 @@ TEST(AfdModel, CombineWarpsAreSplitOverAllRanksOfTheDomain) {
   // (The measured FFN combines are 86 vs 82 us; with the file's fitted values the model puts 2A:2F
   // at ~1.3x, a known kernel-duration miss listed in scenarios/h200x4-afd-timelines.yaml.)
   hw::Hardware warps_bind = h200();
-  for (const char* k : {"afd.combine_store_peak", "nvlink.sm_store_peak", "nvlink.per_direction", "afd.combine_row_rate",
+  for (const char* k : {"afd.combine_store_peak", "nvlink.sm_store_peak", "links.per_direction", "afd.combine_row_rate",
                         "afd.combine_gather_peak"})
     warps_bind.set_si(k, 1e13);
   warps_bind.set_si("afd.combine_store_per_sm", 0);
@@ -458,10 +461,10 @@ struct Evaluated {
   double median_abs_err_pct() const { return res["summary"]["median_abs_error_pct"].get<double>(); }
 };
 Evaluated evaluate(const std::string& path) {
-  Evaluated ev{models::Scenario::load(path), {}, {}, {}};
-  ev.res = models::run_scenario(ev.sc, models::load_scenario_hardware(ev.sc));
-  ev.points = models::compared_points(ev.res);
-  ev.kernel_points = models::kernel_duration_points(ev.sc, ev.res);
+  Evaluated ev{scenario::load(path), {}, {}, {}};
+  ev.res = scenario::run(ev.sc, scenario::load_hardware(ev.sc));
+  ev.points = scenario::compared_points(ev.res);
+  ev.kernel_points = afd::kernel_duration_points(ev.sc, ev.res);
   return ev;
 }
 }  // namespace
@@ -571,7 +574,12 @@ std::string scratch_scenario(const std::string& name, const std::string& text) {
   namespace fs = std::filesystem;
   const fs::path root = fs::path(::testing::TempDir()) / "afd_scratch_repo";
   fs::create_directories(root / "scenarios");
-  if (!fs::exists(root / "hw")) fs::create_directory_symlink(fs::path(kRoot) / "hw", root / "hw");
+  // /tmp is shared by every checkout on the machine: point the link at this one's hw/.
+  std::error_code ec;
+  if (fs::read_symlink(root / "hw", ec) != fs::path(kRoot) / "hw") {
+    fs::remove(root / "hw", ec);
+    fs::create_directory_symlink(fs::path(kRoot) / "hw", root / "hw");
+  }
   const fs::path file = root / "scenarios" / name;
   std::ofstream(file) << text;
   return file.string();
@@ -606,8 +614,8 @@ TEST(AfdCaseParams, ValuesFromTheScenarioDefaultsCountAsGiven) {
       "afd_defaults.yaml", "scenario: t\nhardware: hw/h200-4gpu-nvlink.yaml\nmodel: afd\n"
                            "defaults: {attention_ranks: 2, ffn_ranks: 2, tokens: 8}\n"
                            "cases:\n  - id: a\n    params: {transport_sms: 16}\n");
-  const auto sc = models::Scenario::load(file);
-  const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
+  const auto sc = scenario::load(file);
+  const auto res = scenario::run(sc, scenario::load_hardware(sc));
   EXPECT_EQ(res["cases"][0]["params"]["tokens"], 8);
   EXPECT_EQ(res["cases"][0]["params"]["transport_sms"], 16);
   EXPECT_EQ(res["cases"][0]["params"]["attention_ranks"], 2);
@@ -619,9 +627,9 @@ TEST(AfdCaseParams, EveryAfdScenarioLoadsAndRuns) {
     const std::string name = e.path().filename().string();
     if (!has(name, "-afd-") || e.path().extension() != ".yaml") continue;
     ++files;
-    const auto sc = models::Scenario::load(e.path().string());
+    const auto sc = scenario::load(e.path().string());
     nlohmann::json res;
-    ASSERT_NO_THROW(res = models::run_scenario(sc, models::load_scenario_hardware(sc))) << name;
+    ASSERT_NO_THROW(res = scenario::run(sc, scenario::load_hardware(sc))) << name;
     for (const auto& c : res["cases"]) {
       EXPECT_TRUE(c["params"].is_object()) << name << " " << c["id"];
       EXPECT_FALSE(c.contains("note")) << name << " " << c["id"] << ": " << c["note"];
@@ -723,9 +731,9 @@ TEST(AfdCaseParams, RangeErrorsPointAtTheKeysLine) {
   const std::string file = scratch_scenario(
       "afd_lines.yaml", "scenario: t\nhardware: hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n"
                         "    params:\n      attention_ranks: 2\n      tokens: 2000000\n      ffn_ranks: 2\n");
-  const auto sc = models::Scenario::load(file);
+  const auto sc = scenario::load(file);
   try {
-    (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
+    (void)scenario::run(sc, scenario::load_hardware(sc));
     FAIL() << "expected an error";
   } catch (const hw::FileError& e) {
     EXPECT_TRUE(has(e.what(), "afd_lines.yaml:8:")) << e.what();
@@ -742,7 +750,7 @@ TEST(AfdCaseParams, HardwareWithoutTheAfdParametersIsNamedBeforeAnySimulation) {
   c.ffn_ranks = 2;
   c.tokens = 8;
   const std::string e = simulate_error(mi, c);
-  EXPECT_TRUE(has(e, "hardware 'mi355x-8gpu' lacks 37 parameter(s) the afd model reads")) << e;
+  EXPECT_TRUE(has(e, "hardware 'mi355x-8gpu' lacks 34 parameter(s) the afd model reads")) << e;
   EXPECT_TRUE(has(e, "nvlink.latency")) << e;
 }
 

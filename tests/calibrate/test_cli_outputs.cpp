@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/io.hpp"
-#include "models/params.hpp"
+#include "models/model.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {

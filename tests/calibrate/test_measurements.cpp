@@ -11,8 +11,11 @@
 
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
+#include "models/afd/timeline.hpp"
 #include "hw/hardware.hpp"
-#include "models/scenario.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {
@@ -303,11 +306,11 @@ namespace {
 TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
   const std::string path = src("scenarios/h200x4-afd-timelines.yaml");
   const auto pts = load_fit_points({path}, 0.5);
-  const auto sc = models::Scenario::load(path);
-  const auto hw = models::load_scenario_hardware(sc);
-  const auto res = models::run_scenario(sc, hw);
-  const auto totals = models::compared_points(res);
-  const auto kernels = models::kernel_duration_points(sc, res);
+  const auto sc = scenario::load(path);
+  const auto hw = scenario::load_hardware(sc);
+  const auto res = scenario::run(sc, hw);
+  const auto totals = scenario::compared_points(res);
+  const auto kernels = afd::kernel_duration_points(sc, res);
   std::vector<FitPoint> period, kernel;
   for (const auto& p : pts) (p.phase.empty() ? period : kernel).push_back(p);
   ASSERT_EQ(period.size(), totals.size());
@@ -329,11 +332,11 @@ TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
 // kernel_duration_points by token range: the default is the judged T >= 128 set; [0, 127] is the
 // T = 1 timelines that fusesim_afd_fit can add with --small-t-kernel-weight; the two cover every kernel.
 TEST(Afd, KernelDurationPointsSplitByTokens) {
-  const auto sc = models::Scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
-  const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
-  const auto judged = models::kernel_duration_points(sc, res);
-  const auto small = models::kernel_duration_points(sc, res, 0, models::kKernelDurationMinTokens - 1);
-  const auto all = models::kernel_duration_points(sc, res, 0);
+  const auto sc = scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
+  const auto res = scenario::run(sc, scenario::load_hardware(sc));
+  const auto judged = afd::kernel_duration_points(sc, res);
+  const auto small = afd::kernel_duration_points(sc, res, 0, afd::kKernelDurationMinTokens - 1);
+  const auto all = afd::kernel_duration_points(sc, res, 0);
   EXPECT_EQ(judged.size(), 252u);
   EXPECT_EQ(small.size(), 84u);
   EXPECT_EQ(all.size(), judged.size() + small.size());
@@ -342,7 +345,7 @@ TEST(Afd, KernelDurationPointsSplitByTokens) {
   for (const auto& p : small) EXPECT_EQ(tokens.at(p.case_id), 1) << p.case_id;
   for (const auto& p : judged) EXPECT_GE(tokens.at(p.case_id), 128) << p.case_id;
   // The summary reports the unjudged ones apart: their count, and how many are outside the tolerance.
-  const auto kd = models::kernel_durations(sc, res);
+  const auto kd = afd::kernel_durations(sc, res);
   ASSERT_FALSE(kd["below_min_tokens"].is_null());
   EXPECT_EQ(kd["below_min_tokens"]["total"].get<size_t>(), small.size());
   EXPECT_EQ(kd["total"].get<size_t>(), judged.size());

@@ -15,10 +15,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "models/cli/commands.hpp"
-#include "models/gemm_ar.hpp"
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "cli/commands.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 
 using namespace fusesim;
 namespace fs = std::filesystem;
@@ -381,9 +383,9 @@ TEST(UnreadKeys, NoModelRequiresThem) {
 // set them (gemm_ar, ttft, gemm_ar_live, h200_probe).
 TEST(UnreadKeys, ChangingThemChangesNoPrediction) {
   for (const char* name : {"mi355x-dsv4-pro-wo_b-tp8.yaml", "mi355x-dsv4-serving-ttft.yaml", "h200x2-gemm-ar.yaml", "h200x2-probes.yaml"}) {
-    const auto sc = models::Scenario::load(kRoot + "/scenarios/" + name);
-    const auto hw = models::load_scenario_hardware(sc);
-    const auto base = models::run_scenario(sc, hw);
+    const auto sc = scenario::load(kRoot + "/scenarios/" + name);
+    const auto hw = scenario::load_hardware(sc);
+    const auto base = scenario::run(sc, hw);
     hw::Hardware changed = hw;
     int set = 0;
     for (const auto& k : models::unread_hardware_keys()) {
@@ -394,7 +396,7 @@ TEST(UnreadKeys, ChangingThemChangesNoPrediction) {
       changed.set_si(k, hw.get(k) == d->lower ? d->upper : d->lower + 0.5 * (hw.get(k) - d->lower));
     }
     if (!set) continue;
-    const auto after = models::run_scenario(sc, changed);
+    const auto after = scenario::run(sc, changed);
     ASSERT_EQ(base["cases"].size(), after["cases"].size());
     for (size_t i = 0; i < base["cases"].size(); ++i)
     {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "models/gemm_ar.hpp"
-#include "models/params.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
 
 using namespace fusesim;
 using models::GemmArConfig;

@@ -10,9 +10,12 @@
 #include <iterator>
 #include <set>
 
-#include "models/gemm_ar.hpp"
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "models/afd/timeline.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 
 using namespace fusesim;
 
@@ -34,7 +37,7 @@ std::string write_tmp(const std::string& name, const std::string& text) {
 void expect_file_error(const std::string& text, const std::string& needle, int line) {
   const std::string p = write_tmp("bad.yaml", text);
   try {
-    models::Scenario::load(p);
+    scenario::load(p);
     ADD_FAILURE() << "loaded a bad scenario: " << needle;
   } catch (const hw::FileError& e) {
     const std::string w = e.what();
@@ -52,8 +55,8 @@ std::string read_file(const std::string& p) {
 /// the message of the hw::FileError raised on the way, or "" when it all runs.
 std::string run_file_error(const std::string& name, const std::string& text) {
   try {
-    const auto sc = models::Scenario::load(write_tmp(name, text));
-    (void)models::kernel_durations(sc, models::run_scenario(sc, models::load_scenario_hardware(sc)));
+    const auto sc = scenario::load(write_tmp(name, text));
+    (void)afd::kernel_durations(sc, scenario::run(sc, scenario::load_hardware(sc)));
   } catch (const hw::FileError& e) {
     return e.what();
   }
@@ -109,10 +112,10 @@ void expect_hardware_refused(const std::string& name, const std::string& hw, con
                                                       "\ncases:\n  - id: a\n    params: " + params + "\n");
   for (const auto& [tag, path] : {std::pair<std::string, std::string>{"SCENARIO", p}, {"HARDWARE", hwp}})
     if (const auto at = needle.find(tag); at != std::string::npos) needle.replace(at, tag.size(), path);
-  const auto sc = models::Scenario::load(p);
-  const auto h = models::load_scenario_hardware(sc);
+  const auto sc = scenario::load(p);
+  const auto h = scenario::load_hardware(sc);
   try {
-    models::run_scenario(sc, h);
+    scenario::run(sc, h);
     ADD_FAILURE() << "ran " << model << " on hardware lacking a parameter it needs";
   } catch (const hw::FileError& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
@@ -179,7 +182,7 @@ TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
                         "cases:\n  - id: a\n    params: {mode: fused-sdma, m: 4096}\n"
                         "    sweep: {m: [1024, 2048, 3072, 4096, 5120, 6144, 7168, 8192], n: [1024, 2048, 3072, 4096, 5120, 6144, 7168, 8192],"
                         " k: [256, 512, 768, 1024, 1280, 1536, 1792, 2048], chunks: [1, 2, 3, 4, 5, 6, 7, 8]}\n");
-  const auto sc = models::Scenario::load(p);
+  const auto sc = scenario::load(p);
   ASSERT_EQ(sc.cases.size(), 4096u);
   const auto& last = sc.cases.back();
   EXPECT_EQ(last.id, "a/m=8192/n=8192/k=2048/chunks=8");
@@ -197,9 +200,9 @@ TEST(ScenarioAfd, ANicPlacementTheModelCannotTakeIsRefusedAtTheHardwareLine) {
   const std::string hwp = write_tmp("pods-16nic.yaml", hwt);
   const std::string p = write_tmp("nics.yaml", "scenario: s\nmodel: afd\nhardware: " + hwp +
                                                    "\ncases:\n  - id: a\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n");
-  const auto sc = models::Scenario::load(p);
+  const auto sc = scenario::load(p);
   try {
-    (void)models::run_scenario(sc, models::load_scenario_hardware(sc));
+    (void)scenario::run(sc, scenario::load_hardware(sc));
     ADD_FAILURE() << "ran on a NIC placement the model cannot take";
   } catch (const hw::FileError& e) {
     const std::string w = e.what();
@@ -212,15 +215,15 @@ TEST(ScenarioAfd, AWhatIfCaseReportsItsEffectAgainstTheSameExchangeWithout) {
   const std::string p = write_tmp("whatif.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h100-ib-pods.yaml\nmodel: afd\n"
                         "cases:\n  - id: base\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n"
                         "  - id: skip\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1, skip_empty_finish: true}\n");
-  const auto sc = models::Scenario::load(p);
-  const auto r = models::run_scenario(sc, models::load_scenario_hardware(sc));
+  const auto sc = scenario::load(p);
+  const auto r = scenario::run(sc, scenario::load_hardware(sc));
   const auto& base = r["cases"][0];
   const auto& skip = r["cases"][1];
   EXPECT_FALSE(base.contains("whatif"));
   ASSERT_TRUE(skip.contains("whatif"));
   EXPECT_NEAR(skip["whatif"]["without_us"].get<double>(), base["predicted_us"].get<double>(), 1e-6);
   EXPECT_LT(skip["whatif"]["change_pct"].get<double>(), -5.0);
-  const std::string table = models::format_table(r);
+  const std::string table = scenario::format_table(r);
   EXPECT_NE(table.find("what-if: skip_empty_finish"), std::string::npos) << table;
   EXPECT_NE(table.find("NIC ops per round trip: dev 0,1,2,3: ffn NIC: atomics in 2, out 2"), std::string::npos) << table;
   EXPECT_NE(table.find("dev0 (ffn): hybrid_dispatch"), std::string::npos) << table;
@@ -292,9 +295,13 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_file_error("scenario: s\nmodel: gemm_ar\nhardware:\ncases:\n  - id: a\n", "'hardware': is empty", 3);
   expect_file_error("scenario:\n" + rest, "'scenario': is empty", 1);
   expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: [a, b]}\n", "'cases[a].measured.source': expected the table", 6);
-  expect_file_error(head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n", "'kernel_durations.known_misses': expected a list", 4);
-  expect_file_error(head + "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/x, reason: true}\ncases:\n  - id: a\n",
+  // kernel_durations is the afd model's section: another model's file refuses it.
+  const std::string afd_head = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\n";
+  expect_file_error(afd_head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n", "'kernel_durations.known_misses': expected a list", 4);
+  expect_file_error(afd_head + "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/x, reason: true}\ncases:\n  - id: a\n",
                     "'kernel_durations.known_misses[0].reason': expected the reason", 6);
+  expect_file_error(head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n",
+                    "'kernel_durations': only the afd model judges per-kernel durations (this scenario's model is 'gemm_ar')", 4);
   // Any other conversion error still names the file and line.
   expect_file_error(head + "cases:\n  - id: a\n    params: {[m]: 1}\n", "bad.yaml:6: unexpected value", 6);
   // A second YAML document is refused, not ignored.
@@ -307,10 +314,10 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
 TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
   const std::string p = write_tmp("badparam.yaml", "scenario: s\nhardware: " + kRoot +
                                                        "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: {mode: fused-sdma, chunk: 8}\n");
-  auto sc = models::Scenario::load(p);
-  auto hw = models::load_scenario_hardware(sc);
+  auto sc = scenario::load(p);
+  auto hw = scenario::load_hardware(sc);
   try {
-    models::run_scenario(sc, hw);
+    scenario::run(sc, hw);
     ADD_FAILURE() << "ran a case with an unknown parameter";
   } catch (const hw::FileError& e) {
     EXPECT_NE(std::string(e.what()).find("chunk"), std::string::npos) << e.what();
@@ -323,9 +330,9 @@ TEST(ScenarioLoader, UnknownParameterIsAnErrorWithTheKeyLine) {
   const std::string d = write_tmp("baddefault.yaml", "scenario: s\nhardware: " + kRoot +
                                                          "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ndefaults:\n  world_size: 3\n"
                                                          "cases:\n  - id: a\n    params: {mode: fused-sdma}\n");
-  auto sc2 = models::Scenario::load(d);
+  auto sc2 = scenario::load(d);
   try {
-    models::run_scenario(sc2, hw);
+    scenario::run(sc2, hw);
     ADD_FAILURE() << "ran a case with world_size 3";
   } catch (const hw::FileError& e) {
     EXPECT_NE(std::string(e.what()).find(":5:"), std::string::npos) << e.what();
@@ -346,7 +353,7 @@ TEST(ScenarioLoader, HardwareFoundFromAScenarioNamedWithoutItsFolder) {
   const fs::path cwd = fs::current_path();
   fs::current_path(root / "scenarios");
   for (const std::string name : {"a.yaml", "./a.yaml"}) {
-    const auto sc = models::Scenario::load(name);
+    const auto sc = scenario::load(name);
     EXPECT_EQ(fs::weakly_canonical(sc.hardware_path), fs::weakly_canonical(root / "hw" / "x.yaml")) << name;
   }
   fs::current_path(cwd);
@@ -354,7 +361,7 @@ TEST(ScenarioLoader, HardwareFoundFromAScenarioNamedWithoutItsFolder) {
 }
 
 TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
-  auto sc = models::Scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
+  auto sc = scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
   int pull = 0, measured = 0;
   for (const auto& c : sc.cases)
     if (c.id.rfind("pull-grid/", 0) == 0) {
@@ -368,9 +375,9 @@ TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
 class Mi355xScenario : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    sc_ = new models::Scenario(models::Scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
-    hw_ = new hw::Hardware(models::load_scenario_hardware(*sc_));
-    res_ = new nlohmann::json(models::run_scenario(*sc_, *hw_));
+    sc_ = new models::Scenario(scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
+    hw_ = new hw::Hardware(scenario::load_hardware(*sc_));
+    res_ = new nlohmann::json(scenario::run(*sc_, *hw_));
   }
   static models::Scenario* sc_;
   static hw::Hardware* hw_;
@@ -462,7 +469,7 @@ TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
   const nlohmann::json r = {{"cases", {{{"id", "a,\"b\nc"}, {"predicted_us", 1.0}, {"measured_us", nullptr},
                                         {"error_pct", nullptr}, {"params", {{"mode", "gemm-only"}}},
                                         {"phases", nlohmann::json::array()}}}}};
-  const std::string csv = models::format_csv(r);
+  const std::string csv = scenario::format_csv(r);
   EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,,,\n"), std::string::npos) << csv;
 }
 
@@ -478,7 +485,7 @@ TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
                                {"params", {{"layers", 21.5}}}, {"phases", nlohmann::json::array()},
                                {"saving_per_layer_forward_us", 3.0}, {"layers_fit", {{"row", "held out"}}},
                                {"tolerance_pct", 1.5}, {"source", "seed \"001\""}}}}};
-  const std::string csv = models::format_csv(r);
+  const std::string csv = scenario::format_csv(r);
   EXPECT_NE(csv.find(",\"dev0=2/3/4/5/6;dev4=8/8/0/4/0\",82.250,,,,\n"), std::string::npos) << csv;
   // The measured value's tolerance and source close the row (RFC 4180 quoting).
   EXPECT_NE(csv.find(",,,21.500,\"held out\",1.5,\"seed \"\"001\"\"\"\n"), std::string::npos) << csv;
@@ -531,7 +538,7 @@ TEST(ScenarioLoader, QuotedNumbersAndFlagsAreRefused) {
             std::string::npos);
   EXPECT_EQ(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: true}\n"), "");
   const std::string ga = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: ";
-  EXPECT_NE(run_error(ga + "{mode: fused-sdma, m: \"16384\", n: 7168, k: 2048}\n").find("'m': value '16384' has the wrong type (expected a whole number, unquoted)"),
+  EXPECT_NE(run_error(ga + "{mode: fused-sdma, m: \"16384\", n: 7168, k: 2048}\n").find("gemm_ar parameter 'm' must be an integer (unquoted), got '16384'"),
             std::string::npos);
   EXPECT_EQ(run_error(ga + "{mode: \"fused-sdma\", m: 16384, n: 7168, k: 2048}\n"), "");
 }

@@ -11,18 +11,21 @@
 #include "calibrate/fit.hpp"
 #include "hw/io.hpp"
 
-#include "models/params.hpp"
-#include "models/scenario.hpp"
-#include "models/serving.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
+#include "models/gemm_ar/breakeven.hpp"
+#include "models/ttft/ttft.hpp"
 
 using namespace fusesim;
 
 // Issue 3: every TTFT row within 1 percentage point of the seeds' change. The fused-layer count of each
 // model is fitted on its bf16-wire rows (layer_fits); the fp8-wire rows are held out.
 TEST(Ttft, EveryRowWithinOnePercentagePointAndTheFp8RowsAreHeldOut) {
-  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
-  auto hw = models::load_scenario_hardware(sc);
-  const auto res = models::run_scenario(sc, hw, models::RunOptions{});
+  auto sc = scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  auto hw = scenario::load_hardware(sc);
+  const auto res = scenario::run(sc, hw, scenario::RunOptions{});
   int rows = 0, held = 0;
   for (const auto& c : res["cases"]) {
     const std::string id = c["id"];
@@ -51,11 +54,12 @@ TEST(Ttft, FittedLayerCountsAreTheLeastSquaresSolutionAndStayWithinTheirBounds) 
   // Recompute each fit by hand from the rows run with one layer: L = sum(a y) / sum(a a), with a = the
   // layer's change per forward / base TTFT and y = the measured change / base TTFT. V4.1-Flash's count
   // must stay at most the 40 wo_b copies seed 001 reports (they include draft layers that never fuse).
-  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
-  auto hw = models::load_scenario_hardware(sc);
-  const auto res = models::run_scenario(sc, hw, models::RunOptions{});
-  ASSERT_EQ(sc.layer_fits.size(), 2u);
-  for (const auto& f : sc.layer_fits) {
+  auto sc = scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  auto hw = scenario::load_hardware(sc);
+  const auto res = scenario::run(sc, hw, scenario::RunOptions{});
+  const auto fits = models::layer_fits(sc).fits;
+  ASSERT_EQ(fits.size(), 2u);
+  for (const auto& f : fits) {
     double ay = 0, aa = 0, fitted = -1;
     for (const auto& c : res["cases"]) {
       if (std::find(f.cases.begin(), f.cases.end(), c["id"].get<std::string>()) == f.cases.end()) continue;
@@ -80,9 +84,9 @@ TEST(Ttft, FittedLayerCountsAreTheLeastSquaresSolutionAndStayWithinTheirBounds) 
 TEST(Ttft, MeasuredChangeIsTranslatedIntoTheLayerCountItWouldTake) {
   // The diagnostic next to each measured row: (base - measured) / the model's saving per layer over the
   // prompt; predicted = base - layers x saving, so it equals the layer count used exactly when the error is zero.
-  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
-  auto hw = models::load_scenario_hardware(sc);
-  const auto res = models::run_scenario(sc, hw, models::RunOptions{});
+  auto sc = scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  auto hw = scenario::load_hardware(sc);
+  const auto res = scenario::run(sc, hw, scenario::RunOptions{});
   for (const auto& c : res["cases"]) {
     ASSERT_TRUE(c.contains("measured_implies_layers")) << c["id"];
     const double base_us = c["params"]["ttft_base_ms"].get<double>() * 1e3;
@@ -125,9 +129,9 @@ Edited run_edited(const std::vector<Edit>& edits) {
   const std::string path = test_tmp("ttft-fit.yaml");
   std::ofstream(path) << t;
   try {
-    auto sc = models::Scenario::load(path);
-    auto hw = models::load_scenario_hardware(sc);
-    return {"", models::run_scenario(sc, hw, models::RunOptions{})};
+    auto sc = scenario::load(path);
+    auto hw = scenario::load_hardware(sc);
+    return {"", scenario::run(sc, hw, scenario::RunOptions{})};
   } catch (const hw::FileError& e) {
     return {e.what(), nullptr};
   }
@@ -209,8 +213,8 @@ TEST(Ttft, CalibrateFitRefusesAScenarioThatFitsItsOwnLayerCounts) {
 }
 
 TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
-  auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
-  auto hw = models::load_scenario_hardware(sc);
+  auto sc = scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-serving-ttft.yaml");
+  auto hw = scenario::load_hardware(sc);
   const YAML::Node good = YAML::Load(
       "{batch: 8, prompt_tokens: 4096, chunk_tokens: 16384, layers: 61, ttft_base_ms: 1136.1,"
       " base: {mode: rccl, n: 7168, k: 2048, world_size: 8, quant: blockscale},"

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include "calibrate/trace/whatif.hpp"
-#include "models/cli/hooks.hpp"
 #include "test_util.hpp"
 #include "trace_gen.hpp"
 
@@ -176,19 +175,11 @@ TEST(TraceWhatIf, FuseGemmAllReduceOnAOneRankTraceNeedsTheWorldSize) {
   }
 }
 
-TEST(TraceWhatIf, DefaultPredictorIsNotWiredYet) {
-  try {
-    default_gemm_ar_predictor("hw/mi355x.yaml");
-    FAIL() << "expected an error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("not yet wired"), std::string::npos);
-  }
-}
-
-/// Run the `trace` sub-commands as the fusesim binary would; returns stdout.
-std::string run_cli(std::vector<std::string> args) {
+/// Run the `trace` sub-commands as the fusesim binary would (with `gemm_ar` as the fused predictor's
+/// factory; none by default); returns stdout.
+std::string run_cli(std::vector<std::string> args, GemmArPredictorFactory gemm_ar = {}) {
   CLI::App app{"fusesim"};
-  register_trace_commands(app);
+  register_trace_commands(app, std::move(gemm_ar));
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   std::ostringstream captured;
   auto* old = std::cout.rdbuf(captured.rdbuf());
@@ -225,6 +216,29 @@ TEST(TraceCli, AnalyzeAndWhatIfCommands) {
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--comm-consumer-after", "2"}), CLI::RuntimeError);
   EXPECT_NO_THROW(run_cli({"trace", "whatif", d.str(), "--comm-stream", "--comm-consumer-after", "2"}));
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
+}
+
+// --fuse-gemm-ar predicts with what the program passes to register_trace_commands (the fusesim
+// binary: the gemm_ar model), made from the --hw file; without one it is refused.
+TEST(TraceCli, FuseGemmArPredictsWithTheFactoryTheProgramPasses) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 2;
+  testgen::write_trace_dir(spec, d.str());
+  write_text(d.file("hw.yaml"), "name: x\n");
+  std::string asked;
+  int calls = 0;
+  const GemmArPredictorFactory factory = [&](const std::string& hw) {
+    asked = hw;
+    return GemmArPredictor([&calls](int64_t, int64_t, int64_t, int) {
+      ++calls;
+      return 5.0;
+    });
+  };
+  EXPECT_NO_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar", "--hw", d.file("hw.yaml")}, factory));
+  EXPECT_EQ(asked, d.file("hw.yaml"));
+  EXPECT_GT(calls, 0);
+  EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar", "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
 }
 
 }  // namespace

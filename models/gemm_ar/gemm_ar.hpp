@@ -1,5 +1,6 @@
-// Fused GEMM + all-reduce (mori gemm_ar) on a fully meshed node: configuration, validation and the
-// discrete-event model of every mode.
+// Fused GEMM + all-reduce (mori gemm_ar) on a fully meshed node: configuration, validation, the
+// hardware it reads, the discrete-event model of every mode, and the model's spec (its case
+// parameters and report extras; registered in models/registry.inc).
 #pragma once
 
 #include <cstdint>
@@ -7,13 +8,36 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
+#include "hw/group.hpp"
 #include "hw/hardware.hpp"
+#include "hw/params.hpp"
+#include "models/case_params.hpp"
 #include "sim/trace.hpp"
 
 namespace fusesim::models {
 
-/// The knobs of mori's bench_gemm_ar.py, under the benchmark's own names (see GEMM_AR.md).
+/// The hardware the gemm_ar model reads, in SI units (keys in gemm_ar_hardware(); read once per call).
+struct GemmArHw {
+  double compute_units = 0, hbm_capacity = 0, fabric_bandwidth = 0, link_per_direction = 0;
+  double launch_gap = 0, fixed_cost = 0, flag_barrier = 0;
+  double queue_peak = 0, command_latency = 0, fabric_cost = 0, hbm_source_efficiency = 0, mall_capacity = 0;
+  double device_submit = 0, submit_cost_per_outstanding = 0;
+  double tile_fixed = 0, tile_per_kblock = 0, workgroups_per_cu = 0, operand_l2_hit = 0, blockscale_factor = 0;
+  double remote_store_rate = 0;
+  double row_wave_efficiency = 0, band_sync = 0, system_release_per_band = 0;
+  double read_efficiency = 0, remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0;
+  double stage_overhead = 0, ar_loads_in_flight = 0;
+  double window_write_rate = 0;
+  double rccl_bus_bandwidth_per_link = 0, rccl_step_latency = 0;
+};
+/// The keys GemmArHw is read from (declared here, or in hw/params.hpp where several models read
+/// them), every one required but gpu.mall_capacity (default 0: no MALL).
+const hw::HwSchema<GemmArHw>& gemm_ar_hardware();
+
+/// The knobs of mori's bench_gemm_ar.py, under the benchmark's own names (see GEMM_AR.md). The
+/// member initialisers are the defaults of a scenario case too (gemm_ar_case_schema()).
 struct GemmArConfig {
   std::string mode = "fused-sdma";      ///< gemm-only | split-sdma | fused-sdma | split-lsa | fused-lsa | rccl
   int64_t m = 16384;                    ///< rows of A and C (tokens)
@@ -38,7 +62,8 @@ struct GemmArConfig {
 
 /**
  * Validate a configuration against the benchmark's rules and the hardware.
- * Throws std::invalid_argument naming the knob and what was expected: unknown mode/quant/dtype/
+ * Throws models::ParamError (a std::invalid_argument) whose key is the knob, its message "KNOB: what
+ * was expected": unknown mode/quant/dtype/
  * transport/order/publish, world size not in {2,4,8} or larger than the node, K < 256 or not a
  * multiple of 128, M or N < 1, chunks/pull_blocks/gather_bands out of range, and the combinations
  * the real benchmark refuses (the fp8 wire with split modes or fused-lsa, the LSA transport with the
@@ -66,18 +91,11 @@ int effective_chunks(const GemmArConfig& c);
  */
 double window_bytes(const GemmArConfig& c);
 
-/// One phase of a case on the critical rank, in microseconds from the start of the call.
-struct Phase {
-  std::string name;
-  double start_us;
-  double end_us;
-};
-
 /// Result of one simulated call.
 struct GemmArResult {
   double total_us = 0;                 ///< max over ranks, from the first launch to the last kernel's end
   std::vector<double> per_rank_us;     ///< each rank's finish time
-  std::vector<Phase> phases;           ///< critical rank's phases (gemm, drain, reduce, ...)
+  std::vector<hw::Span> phases;        ///< critical rank's phases (gemm, drain, reduce, ...), in us
   double window_bytes = 0;
   double wire_rel_l2 = 0;              ///< relL2 the wire adds (0 for bf16; per-row e4m3 otherwise)
   long engine_events = 0;
@@ -94,10 +112,21 @@ struct GemmArResult {
  */
 GemmArResult simulate_gemm_ar(const hw::Hardware& hw, const GemmArConfig& c, sim::TraceSink* trace = nullptr);
 
-/// Parameters of this model, declared once (keys, units, bounds, descriptions).
-std::vector<hw::ParamDecl> gemm_ar_param_decls();
+/**
+ * The case parameters of a gemm_ar scenario case (the knobs above, under the benchmark's names;
+ * mode and m required, the rest defaulting to GemmArConfig's initialisers). Calibration reads the
+ * benchmark's RESULT_JSON fields with it too.
+ */
+const CaseSchema& gemm_ar_case_schema();
+/// A GemmArConfig from a case's read parameters.
+GemmArConfig gemm_ar_config(const CaseValues& v);
 
-/// The knobs as JSON under the benchmark's names (the `params` object of the output).
-nlohmann::json to_json(const GemmArConfig& c);
+/**
+ * The gemm_ar case runner (model `gemm_ar`): {"params" (the knobs that ran, with m_padded and
+ * chunks_effective), "predicted_us", "phases", "window_MiB", "wire_rel_l2", "per_rank_us", "note"?
+ * (a lowered chunks)}. Errors: models::ParamError naming the knob (the reader's refusals and
+ * validate()'s), std::out_of_range for a hardware file lacking a parameter.
+ */
+nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
 
 }  // namespace fusesim::models

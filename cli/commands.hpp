@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,8 +12,14 @@
 namespace CLI { class App; }
 
 namespace fusesim::cli {
-/// Add run, check and params to the app (and the modules' hooks: trace, calibrate ...).
+/// Add run, check, params, breakeven and calibrate (calibrate/commands.hpp) to the app.
 void register_all(CLI::App& app);
+
+/// The fused GEMM + all-reduce predictor `fusesim trace whatif --fuse-gemm-ar --hw FILE` uses, on the
+/// gemm_ar model: fused-sdma, bf16 wire, the model's defaults otherwise; the whole call's time in
+/// microseconds at (M, N, K, world size), M padded as the kernel does. Errors: hw::FileError for a bad
+/// hardware file (here); models::ParamError for an impossible shape (when called).
+std::function<double(int64_t m, int64_t n, int64_t k, int world_size)> gemm_ar_predictor(const std::string& hw_path);
 
 /// What `fusesim breakeven` is asked (its options; hw is the hardware file's path).
 struct BreakevenOptions {

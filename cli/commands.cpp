@@ -1,4 +1,4 @@
-#include "models/cli/commands.hpp"
+#include "cli/commands.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 
@@ -18,17 +19,16 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "calibrate/commands.hpp"
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
-#include "models/cli/hooks.hpp"
 #include "hw/io.hpp"
-#include "models/params.hpp"
-#include "models/gemm_ar.hpp"
-#include "models/gemm_ar_live.hpp"
-#include "models/afd/afd.hpp"
-#include "models/afd/params.hpp"
-#include "models/scenario.hpp"
-#include "models/serving.hpp"
+#include "models/gemm_ar/breakeven.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 #include "sim/trace.hpp"
 
 
@@ -39,28 +39,6 @@ struct RunArgs {
   std::vector<std::string> scenarios;
   std::string format = "table", trace, only, out;
 };
-
-std::string kernel_duration_text(const nlohmann::json& kd, bool list) {
-  if (kd.is_null()) return "";
-  std::string out = fmt::format(
-      "kernel durations at T >= 128: {} of {} within {:.0f}% (median |error| {:.2f}%, max {:.2f}%); outside: {} known misses, {} new\n",
-      kd["within"].get<size_t>(), kd["total"].get<size_t>(), kd["tolerance_pct"].get<double>(), kd["median_abs_error_pct"].get<double>(),
-      kd["max_abs_error_pct"].get<double>(), kd["misses"].size() - kd["new_misses"].get<size_t>(), kd["new_misses"].get<int>());
-  if (const auto& b = kd["below_min_tokens"]; !b.is_null())
-    out += fmt::format("kernel durations at T < 128 (not judged): {} kernels, median |error| {:.2f}%, max {:.2f}%, {} outside {:.0f}%\n",
-                       b["total"].get<size_t>(), b["median_abs_error_pct"].get<double>(), b["max_abs_error_pct"].get<double>(),
-                       b["outside_tolerance"].get<long>(), kd["tolerance_pct"].get<double>());
-  for (const auto& m : kd["misses"])
-    if (list || !m["known"].get<bool>())
-      out += fmt::format("  {} kernel duration {} {}: measured {:.2f} us, predicted {:.2f} us ({:+.1f}%){}\n",
-                         m["known"].get<bool>() ? "known miss:" : "NEW MISS:", m["case"].get<std::string>(),
-                         m["kernel"].get<std::string>(), m["measured_us"].get<double>(), m["predicted_us"].get<double>(),
-                         m["error_pct"].get<double>(), list && m["known"].get<bool>() ? " -- " + m["reason"].get<std::string>() : "");
-  for (const auto& m : kd["known_now_within"])
-    out += fmt::format("  KNOWN MISS NOW WITHIN: {} {} ({:+.1f}%): remove it from kernel_durations.known_misses\n",
-                       m["case"].get<std::string>(), m["kernel"].get<std::string>(), m["error_pct"].get<double>());
-  return out;
-}
 
 /// A Gantt chart per case of `sc` with a measured AFD timeline (calibrate::write_timeline_plot into
 /// `dir`): per device, the measured kernels above the predicted ones (`res`: run_scenario's result).
@@ -162,17 +140,14 @@ bool looks_like_scenario_file(const std::string& path) {
   }
 }
 
-/// models::validate names GemmArConfig's fields ("world_size: ..."); breakeven's user gave flags.
-[[noreturn]] void rethrow_with_flag(const std::invalid_argument& e, const std::string& prefix = "") {
+/// models::validate names GemmArConfig's knobs (the error's key); breakeven's user gave flags.
+[[noreturn]] void rethrow_with_flag(const models::ParamError& e, const std::string& prefix = "") {
   static const std::map<std::string, std::string> flags{{"world_size", "--world-size"}, {"n", "-n/--n"}, {"k", "-k/--k"},
                                                         {"quant", "--quant"}, {"gather_dtype", "--wire"},
                                                         {"gather_transport", "--wire"}, {"m", ""}};
-  const std::string what = e.what();
-  const auto colon = what.find(": ");
-  if (colon != std::string::npos)
-    if (const auto f = flags.find(what.substr(0, colon)); f != flags.end())  // "m": M is searched, the message says which
-      throw std::invalid_argument(prefix + (f->second.empty() ? what.substr(colon + 2) : f->second + what.substr(colon)));
-  throw std::invalid_argument(prefix + what);
+  if (const auto f = flags.find(e.key()); f != flags.end())  // "m": M is searched, the message says which
+    throw std::invalid_argument(prefix + (f->second.empty() ? e.detail() : f->second + ": " + e.detail()));
+  throw std::invalid_argument(prefix + e.what());
 }
 
 // The serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002), and the shapes
@@ -186,8 +161,22 @@ bool hand_threshold_shape(const models::GemmArConfig& c) {
 
 }  // namespace
 
+std::function<double(int64_t, int64_t, int64_t, int)> gemm_ar_predictor(const std::string& hw_path) {
+  auto hw = std::make_shared<hw::Hardware>(models::load_hardware(hw_path));
+  return [hw](int64_t m, int64_t n, int64_t k, int world_size) {
+    models::GemmArConfig c;
+    c.mode = "fused-sdma";
+    c.m = m;
+    c.n = n;
+    c.k = k;
+    c.world_size = world_size;
+    return models::simulate_gemm_ar(*hw, c).total_us;
+  };
+}
+
 nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& o) {
-  if (!hw.has("sdma.queue_peak"))
+  const auto needed = models::required_hardware_keys("gemm_ar", hw);
+  if (std::any_of(needed.begin(), needed.end(), [&](const std::string& k) { return !hw.has(k); }))
     throw std::runtime_error(fmt::format("breakeven needs a gemm_ar hardware file (with SDMA and GEMM tile parameters, e.g. "
                                          "hw/mi355x-8gpu.yaml); '{}' is not one", hw.path()));
   models::GemmArConfig c;
@@ -202,7 +191,7 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
   }
   try {
     models::validate(c, hw);
-  } catch (const std::invalid_argument& e) {
+  } catch (const models::ParamError& e) {
     rethrow_with_flag(e);
   }
   const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
@@ -215,7 +204,7 @@ nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& 
     top.mode = "fused-sdma";
     try {
       models::validate(top, hw);
-    } catch (const std::invalid_argument& e) {
+    } catch (const models::ParamError& e) {
       rethrow_with_flag(e, fmt::format("--max-m {}: ", o.max_m));
     }
   }
@@ -297,21 +286,19 @@ void register_all(CLI::App& app) {
                                               run_args->scenarios.size(), fmt::join(run_args->scenarios, ", ")));
     refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
-    auto sc = models::Scenario::load(run_args->scenarios.at(0));
+    auto sc = scenario::load(run_args->scenarios.at(0));
     refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
-    auto hw = models::load_scenario_hardware(sc);
+    auto hw = scenario::load_hardware(sc);
     for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
       refuse_overwriting_input(outputs, t.file, fmt::format("hardware file's measured table '{}'", name));
     sim::TraceSink trace;
-    models::RunOptions opt;
+    scenario::RunOptions opt;
     opt.only = run_args->only;
     if (!run_args->trace.empty()) opt.trace = &trace;
-    auto res = models::run_scenario(sc, hw, opt);
-    const auto kd = models::kernel_durations(sc, res);
-    if (!kd.is_null()) res["summary"]["kernel_durations"] = kd;
+    const auto res = scenario::run(sc, hw, opt);
     std::string text = run_args->format == "json" ? res.dump(2) + "\n"
-                       : run_args->format == "csv" ? models::format_csv(res)
-                                                   : models::format_table(res) + kernel_duration_text(kd, true);
+                       : run_args->format == "csv" ? scenario::format_csv(res)
+                                                   : scenario::format_table(res);
     // Both outputs or neither: a failure to write one leaves the other file as it was.
     for (auto& o : outputs) o.text = o.option == "--trace" ? trace.to_text() : text;
     hw::write_outputs_atomic(outputs);
@@ -328,13 +315,14 @@ void register_all(CLI::App& app) {
   check->callback([check, check_args, check_plot] {
     // An empty --plot is a mistake (e.g. an unset shell variable), not "no plots": refused, not ignored.
     if (check->count("--plot") > 0) check_plot_dir(*check_plot);  // before any scenario runs
-    int bad = 0, kernel_bad = 0, compared = 0, unreadable = 0;
+    int bad = 0, compared = 0, unreadable = 0;
+    std::vector<std::pair<std::string, int>> model_bad;  // a model's failures beyond the cases (what, how many)
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
       try {
-        auto sc = models::Scenario::load(path);
-        auto hw = models::load_scenario_hardware(sc);
-        auto res = models::run_scenario(sc, hw);
+        auto sc = scenario::load(path);
+        auto hw = scenario::load_hardware(sc);
+        auto res = scenario::run(sc, hw);
         int here = 0, now_passing = 0;
         for (const auto& c : res["cases"]) {
           if (c["within_tolerance"].is_null()) continue;
@@ -366,20 +354,17 @@ void register_all(CLI::App& app) {
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
                    here - now_passing, now_passing ? fmt::format(", {} known misses now within (remove their flag)", now_passing) : "");
         bad += here;
-        if (s.contains("held_out")) fmt::print("     {}\n", models::layer_fit_summary(s));
-        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", path, w.get<std::string>());
-        // Per-kernel durations: a miss not listed in kernel_durations.known_misses, or a listed one
-        // that now passes, fails the check like a case outside tolerance.
-        if (const auto kd = models::kernel_durations(sc, res); !kd.is_null()) {
-          // Indented under the scenario's line, as the held-out line above is.
-          std::string text = kernel_duration_text(kd, false);
-          for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1))
-            text.insert(at + 1, "     ");
-          fmt::print("     {}", text);
-          const int kbad = kd["new_misses"].get<int>() + int(kd["known_now_within"].size());
-          if (kbad) fmt::print("FAIL {}: {} per-kernel duration(s) outside the known misses\n", path, kbad);
-          kernel_bad += kbad;
+        // The model's own lines (held-out statistics, per-kernel durations), indented under the
+        // file's line; their failures are counted apart from the cases'.
+        const models::CheckExtras extra = scenario::check_extras(res);
+        for (const auto& line : extra.lines) fmt::print("     {}\n", line);
+        if (extra.failures) {
+          fmt::print("FAIL {}: {} {}\n", path, extra.failures, extra.file_failure_text);
+          auto it = std::find_if(model_bad.begin(), model_bad.end(), [&](const auto& m) { return m.first == extra.failure_text; });
+          if (it == model_bad.end()) model_bad.push_back({extra.failure_text, extra.failures});
+          else it->second += extra.failures;
         }
+        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", path, w.get<std::string>());
         if (!check_plot->empty()) {
           // The plots draw the points `calibrate fit` would read; a scenario it refuses (one with
           // fitted layer counts) is checked and simply not plotted.
@@ -407,12 +392,10 @@ void register_all(CLI::App& app) {
         fmt::print("ERROR {}: not checked (bad input, see the error above)\n", path);
       }
     }
-    // Cases and per-kernel durations are counted apart (a kernel miss is not a case outside tolerance).
+    // Cases and a model's own judgements are counted apart (a kernel miss is not a case outside tolerance).
     std::string failed;
     if (bad) failed = fmt::format("{} of {} compared cases outside tolerance or known misses now within it", bad, compared);
-    if (kernel_bad)
-      failed += fmt::format("{}{} per-kernel duration(s) outside the known misses or known misses now within tolerance",
-                            failed.empty() ? "" : "; ", kernel_bad);
+    for (const auto& [what, n] : model_bad) failed += fmt::format("{}{} {}", failed.empty() ? "" : "; ", n, what);
     if (unreadable) {
       fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + failed);
       throw CLI::RuntimeError(1);
@@ -471,25 +454,22 @@ void register_all(CLI::App& app) {
     if (unidentified)
       fmt::print("{} fitted values are NOT IDENTIFIED: their fit's sigma exceeds the value, so the points they were fitted on "
                  "constrain only combinations of them\n", unidentified);
-    // Which models the file can run: the keys each reads (models::required_hardware_keys) it sets,
-    // and the module's other declarations it sets.
-    const std::vector<std::tuple<std::string, std::string, std::vector<hw::ParamDecl>>> modules{
-        {"gemm_ar", "gemm_ar", models::gemm_ar_param_decls()},
-        {"gemm_ar_live / h200_probe", "gemm_ar_live", models::gemm_ar_live_param_decls()},
-        {"afd", "afd", fusesim::afd::afd_param_decls()}};
-    for (const auto& [name, model, decls] : modules) {
-      const auto needed = models::required_hardware_keys(model, hw);
+    // Which models the file can run (each model's spec): the keys it requires on this hardware that
+    // the file sets, and its other declarations the file sets.
+    for (const models::ModelSpec* spec : models::specs()) {
+      const auto needed = models::required_hardware_keys(spec->name, hw);
       std::vector<std::string> missing;
       for (const auto& k : needed)
         if (!hw.has(k)) missing.push_back(k);
       const int required = int(needed.size());
       int optional = 0, optional_set = 0;
-      for (const auto& d : decls)
-        if (std::find(needed.begin(), needed.end(), d.key) == needed.end() && !models::is_unread_hardware_key(d.key)) {
-          ++optional;
-          optional_set += hw.has(d.key) ? 1 : 0;
-        }
-      fmt::print("{}: {}/{} required and {}/{} optional parameters set{}{}{}\n", name, required - int(missing.size()),
+      if (spec->hardware)
+        for (const auto& h : spec->hardware(nullptr))
+          if (std::find(needed.begin(), needed.end(), h.decl.key) == needed.end()) {
+            ++optional;
+            optional_set += hw.has(h.decl.key) ? 1 : 0;
+          }
+      fmt::print("{}: {}/{} required and {}/{} optional parameters set{}{}{}\n", spec->name, required - int(missing.size()),
                  required, optional_set, optional, missing.empty() ? "" : "; not set: ",
                  fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 6), ", "),
                  missing.size() > 6 ? ", ..." : "");

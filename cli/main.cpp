@@ -6,8 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "models/cli/commands.hpp"
-#include "models/cli/hooks.hpp"
+#include "cli/commands.hpp"
+#ifdef FUSESIM_HAVE_TRACE
+#include "calibrate/trace/whatif.hpp"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"fusesim: simulator and cost model of fused compute+communication paths on multi-GPU nodes"};
@@ -16,14 +18,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fusesim ") + FUSESIM_VERSION);
 #endif
   fusesim::cli::register_all(app);
-  // Optional modules, present when their targets were built (see CMakeLists.txt).
-  CLI::App* calibrate = app.get_subcommand("calibrate");
-  (void)calibrate;
+  // The trace module is optional (-DFUSESIM_TRACE, CMakeLists.txt); its what-if predicts fused
+  // GEMM + all-reduce calls with the gemm_ar model.
 #ifdef FUSESIM_HAVE_TRACE
-  fusesim::register_trace_commands(app);
-#endif
-#ifdef FUSESIM_HAVE_PROBES
-  fusesim::register_probe_commands(*calibrate);
+  fusesim::register_trace_commands(app, fusesim::cli::gemm_ar_predictor);
 #endif
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

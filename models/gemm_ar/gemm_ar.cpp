@@ -1,4 +1,4 @@
-#include "models/gemm_ar.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,10 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include "models/numerics.hpp"
+#include "models/gemm_ar/numerics.hpp"
+#include "models/model.hpp"
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
 #include "sim/simulation.hpp"
@@ -27,72 +29,49 @@ using hw::ParamDecl;
 using hw::Quantity;
 }  // namespace
 
-std::vector<ParamDecl> gemm_ar_param_decls() {
-  const double T = 1e12, G = 1e9, us = 1e-6;
-  return {
-      {"gpu.compute_units", Quantity::Count, 1, 4096, "CUs (AMD) or SMs (NVIDIA) per GPU"},
-      {"gpu.clock", Quantity::Frequency, 1e8, 5e9, "peak engine clock"},
-      {"gpu.hbm_bandwidth", Quantity::Bandwidth, 1e11, 1e14, "HBM peak bandwidth (datasheet)"},
-      {"gpu.hbm_capacity", Quantity::Bytes, 1e9, 1e12, "HBM capacity per GPU"},
-      {"gpu.fp8_matrix_rate", Quantity::FlopRate, 1e13, 1e17, "dense FP8 matrix peak", false},
-      {"gpu.bf16_matrix_rate", Quantity::FlopRate, 1e13, 1e17, "dense BF16 matrix peak", false},
-      {"memory.fabric_bandwidth", Quantity::Bandwidth, 0.5 * T, 20 * T,
-       "bytes/s (read + write) that kernels and copy engines together can move through one GPU's "
-       "memory fabric (L2 misses to MALL/HBM); the capacity of the GPU's `hbm` resource"},
-      {"links.per_direction", Quantity::Bandwidth, 1 * G, 2000 * G, "one link, one direction: the link resource's capacity"},
-      {"links.per_gpu", Quantity::Count, 1, 64, "links per GPU"},
-      {"links.latency", Quantity::Time, 0, 100 * us, "one-way latency of a small write over a link"},
-      {"sdma.queue_peak", Quantity::Bandwidth, 1 * G, 1000 * G, "one copy-engine queue's peak put rate (bytes/s)"},
-      {"sdma.command_latency", Quantity::Time, 0, 100 * us,
-       "time from a put's submission to its first byte (dispatch + packet fetch) per command"},
-      {"sdma.fabric_cost", Quantity::Ratio, 1.0, 8.0,
-       "cost of a copy-engine byte on a GPU's memory-fabric request resource (the `fabric-requests` lane), "
+const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
+  const double G = 1e9, us = 1e-6;
+  static const hw::HwSchema<GemmArHw> schema{
+      hw::required(&GemmArHw::compute_units, hw::vocab::compute_units()),
+      hw::required(&GemmArHw::hbm_capacity, hw::vocab::hbm_capacity()),
+      hw::required(&GemmArHw::fabric_bandwidth, hw::vocab::fabric_bandwidth()),
+      hw::required(&GemmArHw::link_per_direction, hw::vocab::link_per_direction()),
+      hw::required(&GemmArHw::queue_peak, ParamDecl{"sdma.queue_peak", Quantity::Bandwidth, 1 * G, 1000 * G, "one copy-engine queue's peak put rate (bytes/s)"}),
+      hw::required(&GemmArHw::command_latency, ParamDecl{"sdma.command_latency", Quantity::Time, 0, 100 * us, "time from a put's submission to its first byte (dispatch + packet fetch) per command"}),
+      hw::required(&GemmArHw::fabric_cost, ParamDecl{"sdma.fabric_cost", Quantity::Ratio, 1.0, 8.0, "cost of a copy-engine byte on a GPU's memory-fabric request resource (the `fabric-requests` lane), "
        "relative to a GEMM tile-load byte: small coherent window transactions delay the GEMM's latency-bound "
        "L2-miss loads; sets how much a concurrent scatter slows the GEMM. Against streaming kernels (reduce, "
-       "quantize) a copy byte costs one HBM byte at each end"},
-      {"links.read_efficiency", Quantity::Ratio, 0.3, 1.0,
-       "fraction of a link's bandwidth that CU remote loads deliver as payload (request and response overhead)"},
-      {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
-       "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
-       "(split scatter of a GEMM output whose working set exceeds the MALL)"},
-      {"gpu.mall_capacity", Quantity::Bytes, 0, 1e10, "last-level cache (AMD Infinity Cache / MALL) per GPU", false},
-      {"kernel.launch_gap", Quantity::Time, 0, 100 * us, "gap between dependent kernels in a replayed graph"},
-      {"kernel.fixed_cost", Quantity::Time, 0, 100 * us, "per-kernel fixed cost beyond its data movement (ramp, tail)"},
-      {"sync.flag_barrier", Quantity::Time, 0, 200 * us,
-       "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"},
-      {"gemm.tile_fixed", Quantity::Time, 0, 1000 * us, "per-tile fixed time of a BLOCK_M=128 x 256 tile"},
-      {"gemm.tile_per_kblock", Quantity::Time, 0, 100 * us, "per-tile time per 128-deep K block (BLOCK_M=128)"},
-      {"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"},
-      {"gemm.operand_l2_hit", Quantity::Ratio, 0, 1,
-       "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"},
-      {"gemm.blockscale_factor", Quantity::Ratio, 0.5, 2.0, "blockscale tile time / ptpc tile time (scale handling)"},
-      {"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
-       "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"},
-      {"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0,
-       "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"},
-      {"reduce.band_sync", Quantity::Time, 0, 200 * us,
-       "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"},
-      {"sdma.device_submit", Quantity::Time, 0, 50 * us,
-       "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"},
-      {"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us,
-       "a device-side put submission's cost per command still outstanding on that queue (ring space and "
-       "write-pointer management under the queue lock)"},
-      {"reduce.system_release_per_band", Quantity::Time, 0, 1000 * us,
-       "fuse_reduce_push with publish=fence: L2 write-back for a system-scope release, per band"},
-      {"lsa.remote_read_latency", Quantity::Time, 0.1 * us, 50 * us,
-       "round trip of a CU's remote load over the fabric (Little's law: rate = bytes in flight / latency)"},
-      {"lsa.congestion_knee", Quantity::Bytes, 1e4, 1e9, "bytes in flight per GPU past which remote reads congest"},
-      {"lsa.congestion_per_MiB", Quantity::Ratio, 0, 10, "throughput loss per MiB in flight past the knee (rate /= 1 + x*excess)"},
-      {"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"},
-      {"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16,
-       "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would be one per peer)"},
-      {"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G,
-       "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"},
-      {"rccl.bus_bandwidth_per_link", Quantity::Bandwidth, 1 * G, 1000 * G,
-       "ring all-reduce bus bandwidth per link a rank has to the group (alpha-beta model; bus bandwidth = "
-       "links among the group's members per GPU x this)"},
-      {"rccl.step_latency", Quantity::Time, 0, 1000 * us, "ring all-reduce per-step latency alpha"},
+       "quantize) a copy byte costs one HBM byte at each end"}),
+      hw::required(&GemmArHw::read_efficiency, hw::vocab::read_efficiency()),
+      hw::required(&GemmArHw::hbm_source_efficiency, ParamDecl{"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0, "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
+       "(split scatter of a GEMM output whose working set exceeds the MALL)"}),
+      hw::optional(&GemmArHw::mall_capacity, ParamDecl{"gpu.mall_capacity", Quantity::Bytes, 0, 1e10, "last-level cache (AMD Infinity Cache / MALL) per GPU"}, 0.0),
+      hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
+      hw::required(&GemmArHw::fixed_cost, ParamDecl{"kernel.fixed_cost", Quantity::Time, 0, 100 * us, "per-kernel fixed cost beyond its data movement (ramp, tail)"}),
+      hw::required(&GemmArHw::flag_barrier, ParamDecl{"sync.flag_barrier", Quantity::Time, 0, 200 * us, "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"}),
+      hw::required(&GemmArHw::tile_fixed, ParamDecl{"gemm.tile_fixed", Quantity::Time, 0, 1000 * us, "per-tile fixed time of a BLOCK_M=128 x 256 tile"}),
+      hw::required(&GemmArHw::tile_per_kblock, ParamDecl{"gemm.tile_per_kblock", Quantity::Time, 0, 100 * us, "per-tile time per 128-deep K block (BLOCK_M=128)"}),
+      hw::required(&GemmArHw::workgroups_per_cu, ParamDecl{"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"}),
+      hw::required(&GemmArHw::operand_l2_hit, ParamDecl{"gemm.operand_l2_hit", Quantity::Ratio, 0, 1, "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"}),
+      hw::required(&GemmArHw::blockscale_factor, ParamDecl{"gemm.blockscale_factor", Quantity::Ratio, 0.5, 2.0, "blockscale tile time / ptpc tile time (scale handling)"}),
+      hw::required(&GemmArHw::remote_store_rate, ParamDecl{"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"}),
+      hw::required(&GemmArHw::row_wave_efficiency, ParamDecl{"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0, "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"}),
+      hw::required(&GemmArHw::band_sync, ParamDecl{"reduce.band_sync", Quantity::Time, 0, 200 * us, "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"}),
+      hw::required(&GemmArHw::device_submit, ParamDecl{"sdma.device_submit", Quantity::Time, 0, 50 * us, "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"}),
+      hw::required(&GemmArHw::submit_cost_per_outstanding, ParamDecl{"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us, "a device-side put submission's cost per command still outstanding on that queue (ring space and "
+       "write-pointer management under the queue lock)"}),
+      hw::required(&GemmArHw::system_release_per_band, ParamDecl{"reduce.system_release_per_band", Quantity::Time, 0, 1000 * us, "fuse_reduce_push with publish=fence: L2 write-back for a system-scope release, per band"}),
+      hw::required(&GemmArHw::remote_read_latency, hw::vocab::remote_read_latency()),
+      hw::required(&GemmArHw::congestion_knee, hw::vocab::congestion_knee()),
+      hw::required(&GemmArHw::congestion_per_MiB, hw::vocab::congestion_per_MiB()),
+      hw::required(&GemmArHw::stage_overhead, ParamDecl{"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"}),
+      hw::required(&GemmArHw::ar_loads_in_flight, ParamDecl{"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16, "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would be one per peer)"}),
+      hw::required(&GemmArHw::window_write_rate, ParamDecl{"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"}),
+      hw::required(&GemmArHw::rccl_bus_bandwidth_per_link, ParamDecl{"rccl.bus_bandwidth_per_link", Quantity::Bandwidth, 1 * G, 1000 * G, "ring all-reduce bus bandwidth per link a rank has to the group (alpha-beta model; bus bandwidth = "
+       "links among the group's members per GPU x this)"}),
+      hw::required(&GemmArHw::rccl_step_latency, ParamDecl{"rccl.step_latency", Quantity::Time, 0, 1000 * us, "ring all-reduce per-step latency alpha"}),
   };
+  return schema;
 }
 
 int block_m(const std::string& quant) { return quant == "blockscale" ? 128 : 256; }
@@ -119,31 +98,8 @@ double window_bytes(const GemmArConfig& c) {
   return w;
 }
 
-nlohmann::json to_json(const GemmArConfig& c) {
-  return {{"mode", c.mode},
-          {"m", c.m},
-          {"n", c.n},
-          {"k", c.k},
-          {"world_size", c.world_size},
-          {"quant", c.quant},
-          {"chunks", c.chunks},
-          {"sdma_queues", c.sdma_queues},
-          {"tile_order", c.tile_order},
-          {"gather_dtype", c.gather_dtype},
-          {"gather_transport", c.gather_transport},
-          {"pull_blocks", c.pull_blocks},
-          {"fuse_quantize", c.fuse_quantize},
-          {"fuse_reduce_push", c.fuse_reduce_push},
-          {"gather_bands", c.gather_bands},
-          {"publish", c.publish},
-          {"window_in_host_memory", c.window_in_host_memory},
-          {"sdma_moves_nothing", c.sdma_moves_nothing}};
-}
-
 void validate(const GemmArConfig& c, const hw::Hardware& hw) {
-  auto bad = [](const std::string& knob, const std::string& what) {
-    throw std::invalid_argument(fmt::format("{}: {}", knob, what));
-  };
+  auto bad = [](const std::string& knob, const std::string& what) { throw ParamError(knob, fmt::format("{}: {}", knob, what), what); };
   static const std::vector<std::string> modes{"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"};
   if (std::find(modes.begin(), modes.end(), c.mode) == modes.end())
     bad("mode", fmt::format("unknown mode '{}' (expected gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa or rccl)", c.mode));
@@ -183,13 +139,14 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
                             "between the two, and no source describes or measures a fused fp8 push (seed 000 measures the "
                             "bf16 wire only): use gather_dtype: bf16, or fuse_reduce_push: false");
   if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
-  if (hw.has("gpu.hbm_capacity")) {
+  {
+    const double hbm_capacity = gemm_ar_hardware().read(hw).hbm_capacity;
     // The window plus the GEMM's operands must fit in one GPU's HBM.
     // The RCCL baseline has no window but all-reduces the GEMM's bf16 output, M x N, in place.
     const double win = c.mode == "rccl" ? double(c.m) * c.n * kBf16 : window_bytes(c), a = double(padded_m(c)) * c.k,
                  b = double(c.n) * c.k;
     const double need = win + a + b;
-    if (need > hw.get("gpu.hbm_capacity")) {
+    if (need > hbm_capacity) {
       // Name the dimension behind the largest term: the window grows with M and N, A (fp8) with M
       // and K, B (fp8) with N and K.
       const char* key = win >= a && win >= b ? (c.m >= c.n ? "m" : "n") : a >= b ? (c.m >= c.k ? "m" : "k") : (c.n >= c.k ? "n" : "k");
@@ -197,7 +154,7 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
       bad(key, fmt::format("M={}, N={}, K={} need {:.1f} GiB of HBM per GPU ({} {:.1f}, A {:.1f}, B {:.1f} GiB) "
                            "but '{}' has {:.1f} GiB",
                            c.m, c.n, c.k, need / GiB, c.mode == "rccl" ? "the all-reduced output" : "symmetric window", win / GiB,
-                           a / GiB, b / GiB, hw.name(), hw.get("gpu.hbm_capacity") / GiB));
+                           a / GiB, b / GiB, hw.name(), hbm_capacity / GiB));
     }
   }
   const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);
@@ -213,9 +170,9 @@ namespace {
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : hw(hw), c(c), sim(sim), net(net), ws(c.world_size) {
-    const double fabric = hw.get("memory.fabric_bandwidth");
-    const double link = hw.get("links.per_direction");
+      : h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size) {
+    const double fabric = h.fabric_bandwidth;
+    const double link = h.link_per_direction;
     for (int r = 0; r < ws; ++r) mem_.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), fabric));
     for (int r = 0; r < ws; ++r) req_.push_back(net.add_resource(fmt::format("gpu{}/fabric-requests", r), fabric));
     links_.assign(ws, std::vector<sim::ResourceId>(ws, -1));
@@ -226,15 +183,15 @@ class Node {
         if (s == d) continue;
         links_[s][d] = net.add_resource(fmt::format("gpu{}/xgmi->{}", s, d), link);
         queues_[s][d] = std::make_unique<sim::CommandQueue>(sim, fmt::format("gpu{}/sdma->{}", s, d),
-                                                            hw.get("sdma.command_latency"));
+                                                            h.command_latency);
       }
     }
     // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
     // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
       for (int r = 0; r < ws; ++r) {
-        pcie_.push_back(net.add_resource(fmt::format("gpu{}/pcie-to-host", r), hw.get("pcie.window_write_rate")));
-        pcie_rd_.push_back(net.add_resource(fmt::format("gpu{}/pcie-from-host", r), hw.get("pcie.window_write_rate")));
+        pcie_.push_back(net.add_resource(fmt::format("gpu{}/pcie-to-host", r), h.window_write_rate));
+        pcie_rd_.push_back(net.add_resource(fmt::format("gpu{}/pcie-from-host", r), h.window_write_rate));
       }
   }
 
@@ -248,7 +205,7 @@ class Node {
   sim::ResourceId req(int r) const { return req_[r]; }
   sim::ResourceId link(int s, int d) const { return links_[s][d]; }
   double fabric() const { return net.capacity(mem_[0]); }
-  double launch() const { return hw.get("kernel.launch_gap") + hw.get("kernel.fixed_cost"); }
+  double launch() const { return h.launch_gap + h.fixed_cost; }
   std::string cu_lane(int r) const { return fmt::format("gpu{}/cu", r); }
 
   /// Hop for a write of weight w into rank d's symmetric window: its HBM, or its PCIe link when
@@ -269,11 +226,11 @@ class Node {
   /// window_in_host_memory what-if reads over PCIe.
   void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {},
                 bool src_in_window = false) {
-    const double cap = hw.get("sdma.queue_peak") * efficiency;
+    const double cap = h.queue_peak * efficiency;
     const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
     sim::CommandQueue& q = *queues_[s][d];
     q.submit(label, [this, s, d, moved, cap, label, &q, src_in_window](std::function<void()> done) {
-      const double fc = hw.get("sdma.fabric_cost");
+      const double fc = h.fabric_cost;
       // A copy byte is one HBM byte at each end; on the request fabric that GEMM tile loads wait
       // on it costs sdma.fabric_cost (see gemm_wave's path).
       std::vector<sim::PathHop> path{src_in_window ? window_read_hop(s) : sim::PathHop{mem_[s], 1.0}, {req_[s], fc},
@@ -319,16 +276,16 @@ class Node {
   /// Rate (bytes/s, all peers together) of CU remote loads with `inflight` bytes outstanding per
   /// GPU: Little's law over the remote round trip, reduced past the congestion knee.
   double pull_rate(double inflight) const {
-    double rate = inflight / hw.get("lsa.remote_read_latency");
-    const double excess_MiB = std::max(0.0, inflight - hw.get("lsa.congestion_knee")) / (1024.0 * 1024.0);
-    return rate / (1.0 + hw.get("lsa.congestion_per_MiB") * excess_MiB);
+    double rate = inflight / h.remote_read_latency;
+    const double excess_MiB = std::max(0.0, inflight - h.congestion_knee) / (1024.0 * 1024.0);
+    return rate / (1.0 + h.congestion_per_MiB * excess_MiB);
   }
 
   /// CU pull: rank r loads `bytes_per_peer` from every peer (blocks x threads lanes, each with
   /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read.
   void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, double loads_in_flight,
                    double write_factor, std::function<void()> on_done, double extra_delay = 0) {
-    const double resident = std::min(double(blocks), std::floor(hw.get("gpu.compute_units") * kMaxThreadsPerCu / threads));
+    const double resident = std::min(double(blocks), std::floor(h.compute_units * kMaxThreadsPerCu / threads));
     const double per_peer_cap = pull_rate(resident * threads * loads_in_flight * 16.0) / (ws - 1);
     auto left = std::make_shared<int>(ws - 1);
     for (int p = 0; p < ws; ++p) {
@@ -337,7 +294,7 @@ class Node {
                  .path = c.window_in_host_memory
                              // the peer's window is host memory: r reads it over its own PCIe link
                              ? std::vector<sim::PathHop>{window_read_hop(r), window_hop(r, write_factor)}
-                             : std::vector<sim::PathHop>{{mem_[p], 1.0}, {links_[p][r], 1.0 / hw.get("links.read_efficiency")},
+                             : std::vector<sim::PathHop>{{mem_[p], 1.0}, {links_[p][r], 1.0 / h.read_efficiency},
                                                          {mem_[r], write_factor}},
                  .rate_cap_Bps = per_peer_cap, .start_latency = launch() + extra_delay, .share = per_peer_cap,
                  .lane = cu_lane(r), .on_done = [left, on_done] { if (--*left == 0) on_done(); }});
@@ -357,7 +314,7 @@ class Node {
       cont[r] = std::move(fn);
       arrived[r] = n.sim.now();
       if (--left == 0)
-        n.sim.after(n.hw.get("sync.flag_barrier"), [this] {
+        n.sim.after(n.h.flag_barrier, [this] {
           if (auto* tr = n.sim.trace())
             for (int q = 0; q < n.ws; ++q) tr->slice(fmt::format("gpu{}/barrier", q), "barrier", arrived[q], n.sim.now());
           for (auto& f : cont) f();
@@ -366,7 +323,7 @@ class Node {
   };
   Barrier* barrier() { barriers_.push_back(std::make_unique<Barrier>(*this)); return barriers_.back().get(); }
 
-  const hw::Hardware& hw;
+  const GemmArHw h;
   const GemmArConfig& c;
   sim::Simulation& sim;
   sim::FlowNetwork& net;
@@ -381,7 +338,7 @@ class Node {
 
 /// Phase boundaries of one rank.
 struct Timeline {
-  std::vector<Phase> phases;
+  std::vector<hw::Span> phases;
   double end = 0;
   void mark(const std::string& name, double s, double e) { phases.push_back({name, s * 1e6, e * 1e6}); }
 };
@@ -396,19 +353,19 @@ class Gemm {
   Gemm(Node& node, int rank, bool remote_stores, std::function<void(int, int)> on_chunk, std::function<void()> on_done)
       : n_(node), r_(rank), remote_(remote_stores), on_chunk_(std::move(on_chunk)), on_done_(std::move(on_done)) {
     const auto& c = n_.c;
-    const auto& hw = n_.hw;
+    const auto& h = n_.h;
     const int bm = block_m(c.quant);
     n_tiles_ = (c.n + kBlockN - 1) / kBlockN;
     // mori's kernels pad M to a multiple of world_size x BLOCK_M (row bands per destination); the
     // RCCL baseline's GEMM (a framework GEMM) only rounds M up to its tile.
     m_tiles_ = c.mode == "rccl" ? (c.m + bm - 1) / bm : padded_m(c) / bm;
     tiles_ = m_tiles_ * n_tiles_;
-    per_wave_ = int64_t(hw.get("gpu.compute_units")) * int64_t(hw.get("gemm.workgroups_per_cu"));
+    per_wave_ = int64_t(h.compute_units) * int64_t(h.workgroups_per_cu);
     waves_ = (tiles_ + per_wave_ - 1) / per_wave_;
     const double kblocks = double(c.k) / kBlockK;
-    const double scale = (bm / 128.0) * (c.quant == "blockscale" ? hw.get("gemm.blockscale_factor") : 1.0);
-    t_tile_ = (hw.get("gemm.tile_fixed") + kblocks * hw.get("gemm.tile_per_kblock")) * scale;
-    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - hw.get("gemm.operand_l2_hit"));
+    const double scale = (bm / 128.0) * (c.quant == "blockscale" ? h.blockscale_factor : 1.0);
+    t_tile_ = (h.tile_fixed + kblocks * h.tile_per_kblock) * scale;
+    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - h.operand_l2_hit);
     c_tile_ = double(bm) * kBlockN * kBf16;
     const int ws = n_.ws;
     dest_row_tiles_ = m_tiles_ / ws;
@@ -480,7 +437,7 @@ class Gemm {
       // (gemm.workgroups_per_cu) no other tile's main loop runs on the CU meanwhile, so they follow
       // the wave's compute instead of overlapping it; this is how the GEMM slows down when its
       // stores cross the fabric (GEMM_AR.md: fused-lsa measured to lose to fused-sdma everywhere).
-      const double scap = n_.hw.get("gemm.remote_store_rate");
+      const double scap = n_.h.remote_store_rate;
       int nstores = 0;
       for (int d = 0; d < n_.ws; ++d) nstores += d != r_ && per_dest[d] > 0;
       *left += nstores > 0 ? 1 : 0;
@@ -594,9 +551,9 @@ class Call {
       // Ring all-reduce (alpha-beta): 2(ws-1) steps, each moving T/ws per rank.
       // Bus bandwidth scales with the links each rank has to the other members (a full mesh: ws-1).
       // The library all-reduces the real [M, N] tensor (no padding to ws x BLOCK_M).
-      const double busbw = (ws_ - 1) * n_.hw.get("rccl.bus_bandwidth_per_link");
+      const double busbw = (ws_ - 1) * n_.h.rccl_bus_bandwidth_per_link;
       const double bytes = double(c_.m) * c_.n * kBf16;
-      const double t = 2.0 * (ws_ - 1) * n_.hw.get("rccl.step_latency") + 2.0 * (ws_ - 1) / ws_ * bytes / busbw;
+      const double t = 2.0 * (ws_ - 1) * n_.h.rccl_step_latency + 2.0 * (ws_ - 1) / ws_ * bytes / busbw;
       n_.sim.after(n_.launch() + t, [this, r] { finish(r, "all-reduce"); });
       return;
     }
@@ -623,10 +580,10 @@ class Call {
   /// comes from HBM at sdma.hbm_source_efficiency of the queue peak. Harmonic blend of the two rates.
   double split_scatter_efficiency() const {
     const auto& c = c_;
-    const double mall = n_.hw.get_or("gpu.mall_capacity", 0.0);
+    const double mall = n_.h.mall_capacity;
     const double working = tensor_ + (ws_ - 1) * slice_ + double(padded_m(c)) * c.k * kFp8 + double(c.n) * c.k * kFp8;
     const double f = mall <= 0 ? 0.0 : std::min(1.0, mall / working);
-    const double e = n_.hw.get("sdma.hbm_source_efficiency");
+    const double e = n_.h.hbm_source_efficiency;
     return 1.0 / (f + (1.0 - f) / e);
   }
 
@@ -641,7 +598,7 @@ class Call {
       // One kernel, one wave per row (a per-row amax): reads ws slices, writes e4m3 + row scales.
       const double bytes = ws_ * slice_ + slice_ / 2 + kScale * slice_rows_;
       n_.stream_kernel(r, "reduce+quantize", bytes, [this, r] { phase(r, "reduce+quantize"); gather(r); },
-                       n_.hw.get("reduce.row_wave_efficiency"), 0, window_reads(), bytes - ws_ * slice_);
+                       n_.h.row_wave_efficiency, 0, window_reads(), bytes - ws_ * slice_);
       return;
     }
     n_.stream_kernel(r, "reduce", reduce_bytes, [this, r, fp8] {
@@ -663,15 +620,15 @@ class Call {
   void reduce_push(int r, int band) {
     const int B = c_.gather_bands;
     const double extra = band == 0 ? 0.0 : -n_.launch();  // later bands run inside the same kernel
-    const double sync = n_.hw.get("reduce.band_sync") +
-                        (c_.publish == "fence" ? n_.hw.get("reduce.system_release_per_band") : 0.0);
+    const double sync = n_.h.band_sync +
+                        (c_.publish == "fence" ? n_.h.system_release_per_band : 0.0);
     n_.stream_kernel(r, fmt::format("reduce band {}", band), (ws_ + 1) * slice_ / B, [this, r, band, B, sync] {
       n_.sim.after(sync, [this, r, band, B] {
         auto left = std::make_shared<int>(ws_ - 1);
         const bool last = band + 1 == B;
         for (int d = 0; d < ws_; ++d) {
           if (d == r) continue;
-          const double cost = n_.hw.get("sdma.device_submit") + n_.hw.get("sdma.submit_cost_per_outstanding") * n_.max_outstanding(r);
+          const double cost = n_.h.device_submit + n_.h.submit_cost_per_outstanding * n_.max_outstanding(r);
           issuer(r).submit_cost(cost, [this, r, d, band, B, left, last] {
             n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
             if (--*left == 0 && last) {
@@ -724,8 +681,8 @@ class Call {
     const double packs = tensor_ / 16.0;
     const int blocks = int(std::max(1.0, std::min(24.0, std::floor(packs / 512))));
     const double one_stage_limit = ws_ == 2 ? kInf : (ws_ <= 4 ? 160.0 * 1024 : 80.0 * 1024);
-    const double stage = n_.hw.get("lsa.stage_overhead");
-    const double lif = n_.hw.get("lsa.ar_loads_in_flight");
+    const double stage = n_.h.stage_overhead;
+    const double lif = n_.h.ar_loads_in_flight;
     if (tensor_ < one_stage_limit) {
       n_.pull_kernel(r, "ar_1stage", tensor_, blocks, 512, lif, 1.0 / (ws_ - 1), [this, r] { finish(r, "all-reduce"); }, stage);
       return;
@@ -771,6 +728,114 @@ GemmArResult simulate_gemm_ar(const hw::Hardware& hw, const GemmArConfig& c, sim
   res.engine_events = long(sim.events_processed());
   res.flows = net.started();
   return res;
+}
+
+// ================================ the model's spec ===============================================
+
+const CaseSchema& gemm_ar_case_schema() {
+  static const GemmArConfig d;  // the defaults of every knob but mode and m
+  static const CaseSchema schema{
+      "gemm_ar",
+      {CaseParam::name("mode", "one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl").required(),
+       CaseParam::integer64("m", "rows of C, the tokens of the call").required(),
+       CaseParam::integer64("n", "columns of C (the hidden size)").otherwise(d.n),
+       CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)").otherwise(d.k),
+       CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8").otherwise(d.world_size),
+       CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)").otherwise(d.quant),
+       CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)").otherwise(d.chunks),
+       CaseParam::integer("sdma_queues", "queues created per peer (one is used: no effect on timing)").otherwise(d.sdma_queues),
+       CaseParam::name("tile_order", "rotated or linear").otherwise(d.tile_order),
+       CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)").otherwise(d.gather_dtype),
+       CaseParam::name("gather_transport", "sdma, or lsa (the fp8 wire's pull)").otherwise(d.gather_transport),
+       CaseParam::integer("pull_blocks", "grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)").otherwise(d.pull_blocks),
+       CaseParam::flag("fuse_quantize", "one reduce+quantize kernel (fp8 wire)").otherwise(d.fuse_quantize),
+       CaseParam::flag("fuse_reduce_push", "gather puts issued from inside the reduce (fused-sdma, bf16)").otherwise(d.fuse_reduce_push),
+       CaseParam::integer("gather_bands", "bands of the reduce with fuse_reduce_push").otherwise(d.gather_bands),
+       CaseParam::name("publish", "writethrough or fence (a release per block per band)").otherwise(d.publish),
+       CaseParam::flag("window_in_host_memory", "what-if: every window access crosses PCIe").otherwise(d.window_in_host_memory),
+       CaseParam::flag("sdma_moves_nothing", "what-if: puts complete and move no byte").otherwise(d.sdma_moves_nothing)}};
+  return schema;
+}
+
+GemmArConfig gemm_ar_config(const CaseValues& v) {
+  GemmArConfig c;  // a required knob not given keeps its initialiser until CaseValues::require() names it
+  auto name = [&](const char* k, std::string& f) { if (v.has(k)) f = v.name(k); };
+  auto flag = [&](const char* k, bool& f) { if (v.has(k)) f = v.flag(k); };
+  auto count = [&](const char* k, int& f) { if (v.has(k)) f = int(v.integer(k)); };
+  auto count64 = [&](const char* k, int64_t& f) { if (v.has(k)) f = v.integer(k); };
+  name("mode", c.mode);
+  count64("m", c.m);
+  count64("n", c.n);
+  count64("k", c.k);
+  count("world_size", c.world_size);
+  name("quant", c.quant);
+  count("chunks", c.chunks);
+  count("sdma_queues", c.sdma_queues);
+  name("tile_order", c.tile_order);
+  name("gather_dtype", c.gather_dtype);
+  name("gather_transport", c.gather_transport);
+  count("pull_blocks", c.pull_blocks);
+  flag("fuse_quantize", c.fuse_quantize);
+  flag("fuse_reduce_push", c.fuse_reduce_push);
+  count("gather_bands", c.gather_bands);
+  name("publish", c.publish);
+  flag("window_in_host_memory", c.window_in_host_memory);
+  flag("sdma_moves_nothing", c.sdma_moves_nothing);
+  return c;
+}
+
+nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
+  // The path and the row count say which layer call this is; no silent default for either, but
+  // their absence is reported after the values given and their validation (a bad value first).
+  const CaseValues v = gemm_ar_case_schema().read(p, false, true);
+  const GemmArConfig c = gemm_ar_config(v);
+  validate(c, hw);
+  v.require();
+  const GemmArResult r = simulate_gemm_ar(hw, c, trace);
+  nlohmann::json params = v.to_json();
+  params["m_padded"] = padded_m(c);                  // the kernel pads M to world_size x BLOCK_M
+  params["chunks_effective"] = effective_chunks(c);  // largest divisor of the bands per destination <= chunks
+  nlohmann::json out{{"params", params},
+                     {"predicted_us", r.total_us},
+                     {"phases", hw::spans_json(r.phases)},
+                     {"window_MiB", r.window_bytes / (1024.0 * 1024.0)},
+                     {"wire_rel_l2", r.wire_rel_l2},
+                     {"per_rank_us", r.per_rank_us}};
+  // What ran differs from what was asked: said on the case's line, not only in the JSON params.
+  if (effective_chunks(c) != c.chunks)
+    out["note"] = fmt::format("chunks {} runs as {} (the largest divisor of the {} row bands per destination that is <= {}, as mori does)",
+                              c.chunks, effective_chunks(c), padded_m(c) / c.world_size / block_m(c.quant), c.chunks);
+  return out;
+}
+
+const ModelSpec& gemm_ar_spec() {
+  static const ModelSpec spec = [] {
+    ModelSpec s;
+    s.name = "gemm_ar";
+    s.description = "mori's fused fp8 GEMM + all-reduce (every mode of bench_gemm_ar.py and an RCCL-style ring baseline)";
+    s.source = "mori gemm_ar benchmark and kernels (GEMM_AR.md); fitted on seed 000 (hw/mi355x-8gpu.yaml)";
+    s.hardware = [](const hw::Hardware*) { return gemm_ar_hardware().reads(); };
+    s.case_parameters = [] { return gemm_ar_case_schema().describe(); };
+    s.run = run_gemm_ar_case;
+    s.row_note = [](const nlohmann::json& c) {
+      const auto& cp = c["params"];
+      if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])
+        return fmt::format("  (M padded to {}, as the kernel does)", cp["m_padded"].get<int64_t>());
+      return std::string();
+    };
+    s.phases_note = [](const nlohmann::json& c) {
+      if (!c.contains("window_MiB")) return std::string();
+      std::string t = fmt::format("symmetric window {:.0f} MiB per GPU", c["window_MiB"].get<double>());
+      if (c.contains("wire_rel_l2") && c["wire_rel_l2"].get<double>() > 0)
+        t += fmt::format(", fp8 wire relL2 {:.2e} (e4m3, a scale per row, on standard-normal data)", c["wire_rel_l2"].get<double>());
+      return t;
+    };
+    s.csv_columns = {
+        {"window_MiB", [](const nlohmann::json& c) { return c.contains("window_MiB") ? fmt::format("{:.3f}", c["window_MiB"].get<double>()) : std::string(); }},
+        {"wire_rel_l2", [](const nlohmann::json& c) { return c.contains("wire_rel_l2") ? fmt::format("{:.4g}", c["wire_rel_l2"].get<double>()) : std::string(); }}};
+    return s;
+  }();
+  return spec;
 }
 
 }  // namespace fusesim::models

@@ -1,4 +1,4 @@
-#include "models/numerics.hpp"
+#include "models/gemm_ar/numerics.hpp"
 
 #include <cmath>
 #include <map>
