@@ -10,16 +10,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "hw/io.hpp"
+
 namespace fusesim::models {
 namespace {
-/// A YAML value as written, for messages ("null" for a missing value, flow form for collections).
-std::string text_of(const YAML::Node& n) {
-  if (!n || n.IsNull()) return "null";
-  if (n.IsScalar()) return n.Scalar();
-  YAML::Emitter e;
-  e << YAML::Flow << n;
-  return e.c_str();
-}
 /// A quoted scalar ("256", 'true') is text in YAML: refused where a number or a flag is expected.
 bool quoted(const YAML::Node& v) { return v.IsScalar() && v.Tag() == "!"; }
 
@@ -108,7 +102,7 @@ std::vector<std::string> CaseSchema::describe() const {
 CaseValues CaseSchema::read(const YAML::Node& params, bool ignore_unknown, bool defer_required) const {
   CaseValues out;
   if (params && !params.IsNull() && !params.IsMap())
-    throw ParamError("", fmt::format("{} case: params must be a mapping, got '{}'", owner_, text_of(params)));
+    throw ParamError("", fmt::format("{} case: params must be a mapping, got '{}'", owner_, hw::yaml_text(params)));
   auto find = [&](const std::string& k) -> const CaseParam* {
     for (const auto& p : params_)
       if (p.key == k) return &p;
@@ -129,7 +123,7 @@ CaseValues CaseSchema::read(const YAML::Node& params, bool ignore_unknown, bool 
       const YAML::Node v = it->second;  // a copy: it->second is a temporary proxy
       auto bad_type = [&](const std::string& what) -> ParamError {
         return ParamError(k, fmt::format("{} parameter '{}' must be {}{}, got '{}'", owner_, k, p->expected.empty() ? what : p->expected,
-                                         quoted(v) ? " (unquoted)" : "", text_of(v)));
+                                         quoted(v) ? " (unquoted)" : "", hw::yaml_text(v)));
       };
       auto check_range = [&](double x) {
         const bool low = p->min && (p->min_exclusive ? !(x > *p->min) : !(x >= *p->min));
@@ -141,7 +135,7 @@ CaseValues CaseSchema::read(const YAML::Node& params, bool ignore_unknown, bool 
           else if (p->min) range = fmt::format("{} {}", p->min_exclusive ? ">" : ">=", number_text(*p->min));
           else range = fmt::format("<= {}", number_text(*p->max));
         }
-        throw ParamError(k, fmt::format("{} parameter '{}' must be {}, got {}", owner_, k, range, text_of(v)));
+        throw ParamError(k, fmt::format("{} parameter '{}' must be {}, got {}", owner_, k, range, hw::yaml_text(v)));
       };
       nlohmann::json value;
       switch (p->kind) {

@@ -94,21 +94,20 @@ struct Ctx {
   }
 };
 
-/// A join counter: fn runs once when `need` arrivals were counted (arrivals may precede arm()).
-struct Latch {
-  int got = 0, need = -1;
-  bool fired = false;
-  std::function<void()> fn;
-  void arm(int count, std::function<void()> f) {
-    need = count;
-    fn = std::move(f);
-    check();
-  }
-  void down() { ++got; check(); }
-  void check() {
-    if (!fired && need >= 0 && got >= need && fn) { fired = true; auto g = fn; g(); }
-  }
-};
+/// The domain's GPUs on the substrate: per GPU its port into the NVLink switch, each direction at
+/// what its SMs' stores reach (nvlink.sm_store_peak) capped by the links' per-direction rate
+/// (links.per_direction), and an HBM resource at the copy epilogue's rate (memory.fabric_bandwidth x
+/// afd.epilogue_efficiency, lane "hbm_copy"); no copy engines (the transport's SMs store to peers).
+hw::GroupConfig domain_group(const AfdHw& h, int gpus) {
+  hw::GroupConfig g;
+  g.ranks = gpus;
+  g.hbm_Bps = h.fabric_bandwidth * h.epilogue_efficiency;
+  g.hbm_name = "hbm_copy";
+  g.links = hw::GroupConfig::Links::Ports;
+  g.link_Bps = std::min(h.sm_store_peak, h.link_per_direction);
+  g.link_name = "nvlink";
+  return g;
+}
 
 // ====================================== NVLink domain ============================================
 // Devices: FFN ranks 0..F-1, Attention ranks F..F+A-1 (the seed's device numbering).
@@ -127,10 +126,9 @@ void run_nvlink(Ctx& x) {
   const double dtok = dispatch_token_bytes(c);    // a dispatched token on the wire
   const double gap = x.h.launch_gap;
   const double nvl_lat = x.h.nvlink_latency;
-  // A GPU's NVLink egress/ingress: what its SMs' stores reach, capped by the links' per-direction rate.
-  const double port = std::min(x.h.sm_store_peak, x.h.link_per_direction);
   auto& sim = x.sim;
   auto& net = x.net;
+  hw::GpuGroup grp_(sim, net, domain_group(x.h, N));
 
   // Combine stores of one FFN GPU: what its combine SMs issue in series with a device-wide peak,
   // 1/rate = 1/combine_store_peak + 1/(combine SMs x combine_store_per_sm). The measured combines keep
@@ -142,12 +140,8 @@ void run_nvlink(Ctx& x) {
   const double per_sm = x.h.combine_store_per_sm;
   const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.h.combine_store_peak + 1.0 / (combine_sms_ffn * per_sm))
                                       : x.h.combine_store_peak;
-  std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N), cstore(N);
+  std::vector<sim::ResourceId> gather(N), cstore(N);
   for (int g = 0; g < N; ++g) {
-    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
-    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
-    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.h.fabric_bandwidth * x.h.epilogue_efficiency);
     gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.h.combine_gather_peak);
     cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), store_cap);
   }
@@ -162,10 +156,10 @@ void run_nvlink(Ctx& x) {
   const double masked_disp0 = masked ? x.h.masked_dispatch_extra + x.h.masked_per_source * A : 0.0;
   const double t_first = x.h.dispatch_fixed + masked_disp0;
 
-  auto L_disp_all = std::make_shared<Latch>();
-  std::vector<Latch> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
-  auto L_comb_all = std::make_shared<Latch>();
-  auto L_ffn_comb_end = std::make_shared<Latch>();
+  auto L_disp_all = std::make_shared<hw::Join>();
+  std::vector<hw::Join> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
+  auto L_comb_all = std::make_shared<hw::Join>();
+  auto L_ffn_comb_end = std::make_shared<hw::Join>();
 
   // ---- reduce epilogue at Attention ranks (and idle kernels of masked FFN ranks) ----
   auto start_reduce = [&](int d, double t0) {
@@ -224,25 +218,22 @@ void run_nvlink(Ctx& x) {
       for (int a = 0; a < A; ++a) ndest += r.tokens_to[a][f] > 0;
       double t_end = sim.now() + x.h.combine_finish + x.h.combine_per_dest * ndest;
       if (c.grid_sync_exit) t_end += x.h.grid_sync_exit;
-      if (masked) { L_comb_all->down(); return; }
+      if (masked) { L_comb_all->arrive(); return; }
       finish_attention_combine(f, t_end);
-      sim.at(t_end, [&] { L_ffn_comb_end->down(); });  // the Attention ranks see the FFN's exit
+      sim.at(t_end, [&] { L_ffn_comb_end->arrive(); });  // the Attention ranks see the FFN's exit
     });
     for (int s = 0; s < combine_sms_ffn; ++s)
       for (int a = 0; a < A; ++a) {
         const Acc& q = acc[size_t(s) * A + a];
         if (q.tokens <= 0) continue;
         const double w = q.rows / q.tokens;
-        sim::FlowSpec fs;
-        fs.name = fmt::format("combine f{}->a{} sm{}", f, a, s);
-        fs.bytes = q.tokens * tok;
-        fs.path = {{csm[s], w}, {gather[f], w}, {cstore[f], 1.0}, {eg[f], 1.0}, {in[dev_attn(a)], 1.0}};
-        fs.rate_cap_Bps = lane_cap;
-        fs.start_latency = (t_send - sim.now()) + nvl_lat;
-        fs.lane = fmt::format("gpu{}/combine_flows", f);
+        // The SM's reduced rows, stored over the switch into the Attention rank (the landing is not
+        // charged: the reduce epilogue reads them back, at its own rate).
         const int da = dev_attn(a);
-        fs.on_done = [&, f, da] { L_comb_out[f].down(); L_comb_in[da].down(); };
-        net.start(std::move(fs));
+        grp_.remote_store({.writer = f, .dest = da, .bytes = q.tokens * tok, .rate_cap = lane_cap,
+                           .start_latency = (t_send - sim.now()) + nvl_lat, .name = fmt::format("combine f{}->a{} sm{}", f, a, s),
+                           .lane = fmt::format("gpu{}/combine_flows", f), .via = {{csm[s], w}, {gather[f], w}, {cstore[f], 1.0}},
+                           .land = false, .on_done = [&, f, da] { L_comb_out[f].arrive(); L_comb_in[da].arrive(); }});
       }
   };
 
@@ -261,12 +252,8 @@ void run_nvlink(Ctx& x) {
       sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
       return;
     }
-    sim::FlowSpec fs;
-    fs.name = fmt::format("expand gpu{}", d);
-    fs.bytes = in_bytes[d] + rows_bytes[d];
-    fs.path = {{hbm[d], 1.0}};
-    fs.start_latency = x.h.epilogue_fixed;
-    fs.on_done = [&, d] {
+    grp_.stream({.rank = d, .name = fmt::format("expand gpu{}", d), .bytes = in_bytes[d] + rows_bytes[d],
+                 .start_latency = x.h.epilogue_fixed, .on_done = [&, d] {
       epi_end[d] = sim.now();
       // Launched (programmatic dependent launch) at the earlier of two triggers: every source's
       // count arrived (epi_start), or dispatch_impl's blocks passed their own launch trigger on the
@@ -275,8 +262,7 @@ void run_nvlink(Ctx& x) {
       const double lead = masked ? x.h.masked_dispatch_exit_lead : x.h.dispatch_exit_lead;
       x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d] - lead), sim.now());
       sim.after(gap, [&, d] { ffn_combine(d); });
-    };
-    net.start(std::move(fs));
+    }});
   };
 
   // ---- dispatch ----
@@ -344,8 +330,8 @@ void run_nvlink(Ctx& x) {
   std::vector<double> egress(A, 0.0), count_at(A, 0.0);
   for (int a = 0; a < A; ++a)
     for (int f = 0; f < F; ++f) egress[a] += r.tokens_to[a][f] * dtok;
-  std::vector<Latch> L_count(A);
-  auto L_counts_all = std::make_shared<Latch>();
+  std::vector<hw::Join> L_count(A);
+  auto L_counts_all = std::make_shared<hw::Join>();
   L_counts_all->arm(A, [&] {
     double t = 0;
     for (int a = 0; a < A; ++a) t = std::max(t, count_at[a]);
@@ -355,7 +341,7 @@ void run_nvlink(Ctx& x) {
     for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.h.masked_count_delay : 0.0);
   });
   for (int a = 0; a < A; ++a)
-    L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->down(); });
+    L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->arrive(); });
   const double share = x.h.count_issue_share;
   for (int a = 0; a < A; ++a) {
     const double q = egress[a] > 0 ? std::min(1.0, share * T * dtok / egress[a]) : 1.0;
@@ -363,25 +349,24 @@ void run_nvlink(Ctx& x) {
       for (int f = 0; f < F; ++f) {
         const Grp& g = grp[(size_t(a) * sms + s) * F + f];
         if (g.tokens <= 0) continue;
-        const std::vector<sim::PathHop> path = {{sm_res[size_t(a) * sms + s], 1.0}, {eg[dev_attn(a)], 1.0}, {in[f], 1.0}};
+        // The transport SM's stores over the switch into the FFN rank (landing not charged), in two
+        // parts around the count store.
+        const sim::ResourceId sm = sm_res[size_t(a) * sms + s];
         const double bytes = g.tokens * dtok;
-        sim::FlowSpec fs;
-        fs.name = fmt::format("dispatch a{}->f{} sm{} (before count)", a, f, s);
-        fs.bytes = q * bytes;
-        fs.path = path;
-        fs.start_latency = t_first + nvl_lat + tser * g.chain;
-        fs.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
-        fs.on_done = [&, a, f, s, bytes, q, path] {
-          L_count[a].down();
-          sim::FlowSpec rest;
-          rest.name = fmt::format("dispatch a{}->f{} sm{} (after count)", a, f, s);
-          rest.bytes = (1.0 - q) * bytes;
-          rest.path = path;
-          rest.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
-          rest.on_done = [&, a, f] { L_out[a].down(); L_in[f].down(); L_disp_all->down(); };
-          net.start(std::move(rest));
-        };
-        net.start(std::move(fs));
+        grp_.remote_store({.writer = dev_attn(a), .dest = f, .bytes = q * bytes, .start_latency = t_first + nvl_lat + tser * g.chain,
+                           .name = fmt::format("dispatch a{}->f{} sm{} (before count)", a, f, s),
+                           .lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a)), .via = {{sm, 1.0}}, .land = false,
+                           .on_done = [&, a, f, s, bytes, q, sm] {
+                             L_count[a].arrive();
+                             grp_.remote_store({.writer = dev_attn(a), .dest = f, .bytes = (1.0 - q) * bytes,
+                                                .name = fmt::format("dispatch a{}->f{} sm{} (after count)", a, f, s),
+                                                .lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a)), .via = {{sm, 1.0}},
+                                                .land = false, .on_done = [&, a, f] {
+                                                  L_out[a].arrive();
+                                                  L_in[f].arrive();
+                                                  L_disp_all->arrive();
+                                                }});
+                           }});
       }
   }
 
@@ -456,8 +441,7 @@ void run_pods(Ctx& x) {
   auto& sim = x.sim;
   auto& net = x.net;
   const double gap = x.h.launch_gap, wire = x.h.nic_wire_latency;
-  const double nicbw = x.h.nic_payload_bandwidth,
-               port = std::min(x.h.sm_store_peak, x.h.link_per_direction);
+  const double nicbw = x.h.nic_payload_bandwidth;
   const double t_db = x.h.nic_doorbell_cost, t_req = x.h.nic_atomic_requester_cost,
                t_resp = x.h.nic_atomic_responder_cost, t_cpl = x.h.nic_completion_cost,
                t_poll = x.h.nic_full_queue_poll;
@@ -474,7 +458,10 @@ void run_pods(Ctx& x) {
     const int l = g < F ? g : (g - F) % P;  // local index within its pod
     return g - l + (l / gpus_per_nic) * gpus_per_nic;
   };
-  std::vector<sim::ResourceId> tx(N), rx(N), eg(N), in(N), fwd(F), hbm(N);
+  // The GPUs' NVLink ports and copy-epilogue HBM from the substrate; the NICs (the pods' own
+  // resources: payload per direction, atomic units) and the FFN forwarders are the model's.
+  hw::GpuGroup grp_(sim, net, domain_group(x.h, N));
+  std::vector<sim::ResourceId> tx(N), rx(N), fwd(F);
   for (int g = 0; g < N; ++g) {
     if (nic_of(g) == g) {
       tx[g] = net.add_resource(fmt::format("nic{}/tx", g), nicbw);
@@ -483,10 +470,6 @@ void run_pods(Ctx& x) {
       tx[g] = tx[nic_of(g)];
       rx[g] = rx[nic_of(g)];
     }
-    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
-    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
-    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.h.fabric_bandwidth * x.h.epilogue_efficiency);
   }
   for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.h.hybrid_forward_bandwidth);
   std::vector<std::unique_ptr<sim::OpServer>> nic_servers;
@@ -552,15 +535,15 @@ void run_pods(Ctx& x) {
   };
 
   std::vector<double> disp_end(N, 0), epi_end(N, 0), comb_start(N, 0), comb_end(N, 0), done_end(N, 0);
-  std::vector<Latch> L_ffn_disp(F), L_attn_disp(A), L_ffn_comb(F), L_attn_comb(A), L_fwd_in(F);
-  std::vector<Latch> L_ffn_exit(F);
+  std::vector<hw::Join> L_ffn_disp(F), L_attn_disp(A), L_ffn_comb(F), L_attn_comb(A), L_fwd_in(F);
+  std::vector<hw::Join> L_ffn_exit(F);
 
   // ------------------------------------------------------------------ combine ----
   auto attn_combine_done = [&](int a) {
     const int d = dev(a);
     comb_end[d] = sim.now() + x.h.combine_finish;
     x.kernel(d, "attention", "hybrid_combine", comb_start[d], comb_end[d]);
-    for (int f = 0; f < F; ++f) L_ffn_exit[f].down();
+    for (int f = 0; f < F; ++f) L_ffn_exit[f].arrive();
   };
   auto ffn_combine = [&](int f) {
     comb_start[f] = sim.now();
@@ -586,7 +569,7 @@ void run_pods(Ctx& x) {
     L_ffn_comb[f].arm(nfl + 1, [&, f] {
       // Finish atomics: one per (channel, source), C*S per FFN NIC (AFD.md); each with its own
       // WQE, doorbell and completion. What-ifs: skip empty channels / inline data-less finishes.
-      auto L_post = std::make_shared<Latch>();
+      auto L_post = std::make_shared<hw::Join>();
       int groups = 0;
       std::vector<std::tuple<int, int, int, int, int>> todo;  // a, sm, posts, resp_ops, inline
       for (int a : srcs[f]) {
@@ -612,12 +595,12 @@ void run_pods(Ctx& x) {
             x.kernel(f, "ffn", "afdep_ffn_complete", t1, e);
           });
         });
-        for (int a : srcs[f]) L_attn_comb[a].down();
+        for (int a : srcs[f]) L_attn_comb[a].arrive();
       });
       for (auto& [a, s, posts, rops, inl] : todo)
-        post_group(f, dev(a), s, posts, rops, inl, true, [L_post] { L_post->down(); });
+        post_group(f, dev(a), s, posts, rops, inl, true, [L_post] { L_post->arrive(); });
     });
-    sim.after(t0 + chain, [&, f] { L_ffn_comb[f].down(); });
+    sim.after(t0 + chain, [&, f] { L_ffn_comb[f].arrive(); });
     for (auto& [a, b] : flows) {
       sim::FlowSpec fs;
       fs.name = fmt::format("combine f{}->a{}", f, a);
@@ -627,7 +610,7 @@ void run_pods(Ctx& x) {
       fs.start_latency = t0 + wire;
       fs.lane = fmt::format("nic{}/payload", f);
       x.res.nics[f].payload_writes += 1;
-      fs.on_done = [&, f, a = a] { L_ffn_comb[f].down(); L_attn_comb[a].down(); };
+      fs.on_done = [&, f, a = a] { L_ffn_comb[f].arrive(); L_attn_comb[a].arrive(); };
       net.start(std::move(fs));
     }
   };
@@ -644,17 +627,12 @@ void run_pods(Ctx& x) {
     const double t0 = sim.now();
     double bytes = 0;
     for (int a = 0; a < A; ++a) bytes += r.tokens_to[a][f] * dtok + r.rows_to[a][f] * xtok;
-    sim::FlowSpec fs;
-    fs.name = fmt::format("expand gpu{}", f);
-    fs.bytes = bytes;
-    fs.path = {{hbm[f], 1.0}};
-    fs.start_latency = x.h.epilogue_fixed;
-    fs.on_done = [&, f, t0] {
-      epi_end[f] = sim.now();
-      x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
-      sim.after(gap, [&, f] { ffn_combine(f); });
-    };
-    net.start(std::move(fs));
+    grp_.stream({.rank = f, .name = fmt::format("expand gpu{}", f), .bytes = bytes, .start_latency = x.h.epilogue_fixed,
+                 .on_done = [&, f, t0] {
+                   epi_end[f] = sim.now();
+                   x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
+                   sim.after(gap, [&, f] { ffn_combine(f); });
+                 }});
   };
 
   // ------------------------------------------------------------------ dispatch ----
@@ -684,7 +662,7 @@ void run_pods(Ctx& x) {
     }
   }
   std::vector<double> atomics_done(F, 0);
-  std::vector<Latch> L_atomics(F);
+  std::vector<hw::Join> L_atomics(F);
   for (int g = 0; g < F; ++g) {
     // forwarders feeding g: every rail FFN in hybrid (their chains), itself in direct mode.
     const int fw = c.hybrid ? F : 0;
@@ -701,9 +679,9 @@ void run_pods(Ctx& x) {
       atomics_done[f] = sim.now();
       if (c.hybrid) {
         const double chain = fwd_chain[f] * x.h.hybrid_forward_per_token;
-        sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].down(); });
+        sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].arrive(); });
       } else {
-        L_ffn_disp[f].down();
+        L_ffn_disp[f].arrive();
       }
     });
   }
@@ -714,7 +692,7 @@ void run_pods(Ctx& x) {
     L_attn_disp[a].arm(nfl, [&, a] {
       // Finish atomics: one per (channel, FFN rank): C*F posts at the Attention NIC (AFD.md); the
       // rail FFN NIC serves one per (channel, source): C*S at each FFN NIC.
-      auto L_post = std::make_shared<Latch>();
+      auto L_post = std::make_shared<hw::Join>();
       std::vector<std::tuple<int, int, int, int, int>> todo;  // to, sm, posts, resp_ops, inline
       for (int f = 0; f < F; ++f) {
         bool is_src = false;
@@ -735,8 +713,8 @@ void run_pods(Ctx& x) {
       });
       for (auto& [f, s, nposts, rops, inl] : todo)
         post_group(dev(a), f, s, nposts, rops, inl, false, [&, L_post, f = f] {
-          L_atomics[f].down();
-          L_post->down();
+          L_atomics[f].arrive();
+          L_post->arrive();
         });
     });
   }
@@ -748,12 +726,13 @@ void run_pods(Ctx& x) {
     fs.path = {{tx[dev(d.a)], d.ib_weight}, {rx[rf], d.ib_weight}};
     if (c.hybrid) {
       fs.path.push_back({fwd[rf], 1.0});
-      if (rf != d.g) { fs.path.push_back({eg[rf], 1.0}); fs.path.push_back({in[d.g], 1.0}); }
+      if (rf != d.g)  // the rail FFN forwards over NVLink: its port out, the destination's port in
+        for (const auto& h : grp_.route(rf, d.g)) fs.path.push_back(h);
     }
     fs.start_latency = t_disp + wire;
     fs.lane = fmt::format("nic{}/payload", dev(d.a));
     x.res.nics[dev(d.a)].payload_writes += 1;
-    fs.on_done = [&, a = d.a, g = d.g] { L_attn_disp[a].down(); L_ffn_disp[g].down(); };
+    fs.on_done = [&, a = d.a, g = d.g] { L_attn_disp[a].arrive(); L_ffn_disp[g].arrive(); };
     net.start(std::move(fs));
   }
 

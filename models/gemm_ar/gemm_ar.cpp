@@ -164,28 +164,42 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
 
 namespace {
 
-/// One GPU group on the engine: per rank a memory-fabric resource ("gpuR/hbm"), one link resource
-/// per direction between members ("gpuS/xgmi->D") and one SDMA queue per (source, destination)
-/// ("gpuS/sdma->D"). Helpers for the operations every mode is made of.
+/// The gemm_ar group on the substrate (hw/group.hpp), with the MI355X model's policies: per rank an
+/// HBM (memory-fabric) resource ("gpuR/hbm") and a fabric-request resource, one xGMI link per
+/// direction ("gpuS/xgmi->D"), one SDMA queue per (source, destination) ("gpuS/sdma->D"), CU remote
+/// loads with the congestion knee, group barriers at sync.flag_barrier; and the window-in-host-memory
+/// what-if's PCIe resources. Helpers for the operations every mode is made of.
+hw::GroupConfig group_config(const GemmArHw& h, int ws) {
+  hw::GroupConfig g;
+  g.ranks = ws;
+  g.hbm_Bps = h.fabric_bandwidth;
+  // The request resource is a phenomenological stand-in for the queueing copy-engine transactions
+  // add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross it at one unit per byte,
+  // copy-engine puts at sdma.fabric_cost per byte (at both ends), streaming kernels not at all. Its
+  // capacity is memory.fabric_bandwidth; its one weight was fitted on seed 000 (the fused GEMM's
+  // 441.9 vs 369.4 us, and the fuse_reduce_push band row); no MI355X probe separates it yet (an
+  // SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
+  g.request_fabric = true;
+  g.links = hw::GroupConfig::Links::Mesh;
+  g.link_Bps = h.link_per_direction;
+  g.link_name = "xgmi";
+  g.copy_queues = true;
+  g.command_latency = h.command_latency;
+  g.queue_name = "sdma";
+  g.copy_hbm_cost = 1.0;  // a copy byte is one HBM byte at each end
+  g.copy_request_cost = h.fabric_cost;
+  g.remote.round_trip_s = h.remote_read_latency;
+  g.remote.congestion_knee_B = h.congestion_knee;
+  g.remote.congestion_per_MiB = h.congestion_per_MiB;
+  g.remote.read_efficiency = h.read_efficiency;
+  g.barrier_latency = h.flag_barrier;
+  return g;
+}
+
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size) {
-    const double fabric = h.fabric_bandwidth;
-    const double link = h.link_per_direction;
-    for (int r = 0; r < ws; ++r) mem_.push_back(net.add_resource(fmt::format("gpu{}/hbm", r), fabric));
-    for (int r = 0; r < ws; ++r) req_.push_back(net.add_resource(fmt::format("gpu{}/fabric-requests", r), fabric));
-    links_.assign(ws, std::vector<sim::ResourceId>(ws, -1));
-    queues_.resize(ws);
-    for (int s = 0; s < ws; ++s) {
-      queues_[s].resize(ws);
-      for (int d = 0; d < ws; ++d) {
-        if (s == d) continue;
-        links_[s][d] = net.add_resource(fmt::format("gpu{}/xgmi->{}", s, d), link);
-        queues_[s][d] = std::make_unique<sim::CommandQueue>(sim, fmt::format("gpu{}/sdma->{}", s, d),
-                                                            h.command_latency);
-      }
-    }
+      : h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)) {
     // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
     // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
@@ -195,27 +209,18 @@ class Node {
       }
   }
 
-  sim::ResourceId mem(int r) const { return mem_[r]; }
-  /// Rank r's memory-fabric request resource, a phenomenological stand-in for the queueing that
-  /// copy-engine transactions add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross
-  /// it at one unit per byte, copy-engine puts at sdma.fabric_cost per byte (at both ends),
-  /// streaming kernels not at all. Its capacity is memory.fabric_bandwidth; its one weight was
-  /// fitted on seed 000 (the fused GEMM's 441.9 vs 369.4 us, and the fuse_reduce_push band row);
-  /// no MI355X probe separates it yet (an SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
-  sim::ResourceId req(int r) const { return req_[r]; }
-  sim::ResourceId link(int s, int d) const { return links_[s][d]; }
-  double fabric() const { return net.capacity(mem_[0]); }
+  double fabric() const { return g.hbm_capacity(); }
   double launch() const { return h.launch_gap + h.fixed_cost; }
   std::string cu_lane(int r) const { return fmt::format("gpu{}/cu", r); }
 
   /// Hop for a write of weight w into rank d's symmetric window: its HBM, or its PCIe link when
   /// the window is pinned in host memory (what-if).
   sim::PathHop window_hop(int d, double w = 1.0) const {
-    return c.window_in_host_memory ? sim::PathHop{pcie_[d], w} : sim::PathHop{mem_[d], w};
+    return c.window_in_host_memory ? sim::PathHop{pcie_[d], w} : sim::PathHop{g.hbm(d), w};
   }
   /// Hop for a read of weight w from rank r's window by rank r (or by a copy engine of r).
   sim::PathHop window_read_hop(int r, double w = 1.0) const {
-    return c.window_in_host_memory ? sim::PathHop{pcie_rd_[r], w} : sim::PathHop{mem_[r], w};
+    return c.window_in_host_memory ? sim::PathHop{pcie_rd_[r], w} : sim::PathHop{g.hbm(r), w};
   }
 
   /// Copy-engine put of `bytes` from s to d on queue (s,d): the command pays sdma.command_latency,
@@ -226,34 +231,9 @@ class Node {
   /// window_in_host_memory what-if reads over PCIe.
   void sdma_put(int s, int d, double bytes, double efficiency, const std::string& label, std::function<void()> on_done = {},
                 bool src_in_window = false) {
-    const double cap = h.queue_peak * efficiency;
-    const double moved = c.sdma_moves_nothing ? 0.0 : bytes;
-    sim::CommandQueue& q = *queues_[s][d];
-    q.submit(label, [this, s, d, moved, cap, label, &q, src_in_window](std::function<void()> done) {
-      const double fc = h.fabric_cost;
-      // A copy byte is one HBM byte at each end; on the request fabric that GEMM tile loads wait
-      // on it costs sdma.fabric_cost (see gemm_wave's path).
-      std::vector<sim::PathHop> path{src_in_window ? window_read_hop(s) : sim::PathHop{mem_[s], 1.0}, {req_[s], fc},
-                                     {links_[s][d], 1.0}, window_hop(d, 1.0)};
-      if (!c.window_in_host_memory) path.push_back({req_[d], fc});
-      net.start({.name = label, .bytes = moved, .path = path,
-                 .rate_cap_Bps = cap, .share = cap, .lane = q.name() + " data", .on_done = std::move(done)});
-    }, std::move(on_done));
-  }
-
-  /// Largest number of commands outstanding on any of rank s's outgoing queues.
-  int max_outstanding(int s) const {
-    int m = 0;
-    for (int d = 0; d < ws; ++d)
-      if (d != s) m = std::max(m, queues_[s][d]->outstanding());
-    return m;
-  }
-
-  /// fn once all of rank s's outgoing queues are idle.
-  void when_queues_idle(int s, std::function<void()> fn) {
-    auto left = std::make_shared<int>(ws - 1);
-    for (int d = 0; d < ws; ++d)
-      if (d != s) queues_[s][d]->when_idle([left, fn] { if (--*left == 0) fn(); });
+    g.put({.src = s, .dst = d, .bytes = c.sdma_moves_nothing ? 0.0 : bytes, .rate_cap = h.queue_peak * efficiency, .label = label,
+           .on_done = std::move(on_done), .src_hop = src_in_window ? window_read_hop(s) : sim::PathHop{g.hbm(s), 1.0},
+           .dst_hop = window_hop(d, 1.0), .dst_request = !c.window_in_host_memory});
   }
 
   /// A kernel streaming `bytes` (reads + writes) through rank r's memory fabric, after the launch
@@ -262,78 +242,45 @@ class Node {
   /// window_in_host_memory what-if moves them onto r's PCIe link (otherwise they are HBM bytes too).
   void stream_kernel(int r, const std::string& name, double bytes, std::function<void()> on_done, double efficiency = 1.0,
                      double extra_delay = 0, double window_read = 0, double window_write = 0) {
-    const double cap = efficiency >= 1.0 ? kInf : fabric() * efficiency;
-    std::vector<sim::PathHop> path{{mem_[r], 1.0}};
+    hw::GpuGroup::Stream k{.rank = r, .name = name, .bytes = bytes, .start_latency = launch() + extra_delay,
+                           .rate_cap = efficiency >= 1.0 ? kInf : fabric() * efficiency, .share = fabric(), .lane = cu_lane(r),
+                           .on_done = std::move(on_done)};
     if (c.window_in_host_memory && bytes > 0) {
-      path[0].weight = std::max(0.0, bytes - window_read - window_write) / bytes;
-      if (window_read > 0) path.push_back(window_read_hop(r, window_read / bytes));
-      if (window_write > 0) path.push_back(window_hop(r, window_write / bytes));
+      k.hbm_weight = std::max(0.0, bytes - window_read - window_write) / bytes;
+      if (window_read > 0) k.extra_hops.push_back(window_read_hop(r, window_read / bytes));
+      if (window_write > 0) k.extra_hops.push_back(window_hop(r, window_write / bytes));
     }
-    net.start({.name = name, .bytes = bytes, .path = path, .rate_cap_Bps = cap,
-               .start_latency = launch() + extra_delay, .share = fabric(), .lane = cu_lane(r), .on_done = std::move(on_done)});
-  }
-
-  /// Rate (bytes/s, all peers together) of CU remote loads with `inflight` bytes outstanding per
-  /// GPU: Little's law over the remote round trip, reduced past the congestion knee.
-  double pull_rate(double inflight) const {
-    double rate = inflight / h.remote_read_latency;
-    const double excess_MiB = std::max(0.0, inflight - h.congestion_knee) / (1024.0 * 1024.0);
-    return rate / (1.0 + h.congestion_per_MiB * excess_MiB);
+    g.stream(std::move(k));
   }
 
   /// CU pull: rank r loads `bytes_per_peer` from every peer (blocks x threads lanes, each with
-  /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read.
+  /// loads_in_flight 16-byte loads outstanding) and writes write_factor bytes locally per byte read;
+  /// the substrate's remote-load model gives the rate of all peers together, split evenly.
   void pull_kernel(int r, const std::string& name, double bytes_per_peer, int blocks, int threads, double loads_in_flight,
                    double write_factor, std::function<void()> on_done, double extra_delay = 0) {
     const double resident = std::min(double(blocks), std::floor(h.compute_units * kMaxThreadsPerCu / threads));
-    const double per_peer_cap = pull_rate(resident * threads * loads_in_flight * 16.0) / (ws - 1);
-    auto left = std::make_shared<int>(ws - 1);
+    const double per_peer_cap = g.remote_load_rate(resident * threads, loads_in_flight * 16.0) / (ws - 1);
+    auto all = hw::Join::after(ws - 1, std::move(on_done));
     for (int p = 0; p < ws; ++p) {
       if (p == r) continue;
-      net.start({.name = fmt::format("{} <-gpu{}", name, p), .bytes = bytes_per_peer,
-                 .path = c.window_in_host_memory
-                             // the peer's window is host memory: r reads it over its own PCIe link
-                             ? std::vector<sim::PathHop>{window_read_hop(r), window_hop(r, write_factor)}
-                             : std::vector<sim::PathHop>{{mem_[p], 1.0}, {links_[p][r], 1.0 / h.read_efficiency},
-                                                         {mem_[r], write_factor}},
-                 .rate_cap_Bps = per_peer_cap, .start_latency = launch() + extra_delay, .share = per_peer_cap,
-                 .lane = cu_lane(r), .on_done = [left, on_done] { if (--*left == 0) on_done(); }});
+      hw::GpuGroup::RemoteLoad l{.reader = r, .source = p, .bytes = bytes_per_peer, .rate_cap = per_peer_cap,
+                                 .write_factor = write_factor, .start_latency = launch() + extra_delay,
+                                 .name = fmt::format("{} <-gpu{}", name, p), .lane = cu_lane(r), .on_done = all};
+      // the peer's window is host memory: r reads it over its own PCIe link
+      if (c.window_in_host_memory) l.path = std::vector<sim::PathHop>{window_read_hop(r), window_hop(r, write_factor)};
+      g.remote_load(std::move(l));
     }
   }
-
-  /// Group barrier (system fence + flag barrier over the fabric): when every rank has arrived, each
-  /// rank's continuation runs sync.flag_barrier later. The trace draws, per rank, a "barrier" slice
-  /// from its arrival to its release on the lane gpuR/barrier.
-  struct Barrier {
-    Node& n;
-    std::vector<std::function<void()>> cont;
-    std::vector<double> arrived;
-    int left;
-    Barrier(Node& node) : n(node), cont(node.ws), arrived(node.ws, 0.0), left(node.ws) {}
-    void arrive(int r, std::function<void()> fn) {
-      cont[r] = std::move(fn);
-      arrived[r] = n.sim.now();
-      if (--left == 0)
-        n.sim.after(n.h.flag_barrier, [this] {
-          if (auto* tr = n.sim.trace())
-            for (int q = 0; q < n.ws; ++q) tr->slice(fmt::format("gpu{}/barrier", q), "barrier", arrived[q], n.sim.now());
-          for (auto& f : cont) f();
-        });
-    }
-  };
-  Barrier* barrier() { barriers_.push_back(std::make_unique<Barrier>(*this)); return barriers_.back().get(); }
 
   const GemmArHw h;
   const GemmArConfig& c;
   sim::Simulation& sim;
   sim::FlowNetwork& net;
   int ws;
+  hw::GpuGroup g;
 
  private:
-  std::vector<sim::ResourceId> mem_, req_, pcie_, pcie_rd_;
-  std::vector<std::vector<sim::ResourceId>> links_;
-  std::vector<std::vector<std::unique_ptr<sim::CommandQueue>>> queues_;
-  std::vector<std::unique_ptr<Barrier>> barriers_;
+  std::vector<sim::ResourceId> pcie_, pcie_rd_;
 };
 
 /// Phase boundaries of one rank.
@@ -401,9 +348,10 @@ class Gemm {
     }
     const int w = int(wave_);
     const int64_t first = wave_ * per_wave_, count = std::min(per_wave_, tiles_ - first);
-    auto left = std::make_shared<int>(1);
-    auto done = [this, left, w] {
-      if (--*left > 0) return;
+    // The wave is done when its compute and (fused-lsa) its remote stores are.
+    auto wave = std::make_shared<hw::Join>();
+    auto done = [wave] { wave->arrive(); };
+    auto next = [this, w] {
       if (on_chunk_)
         for (int d = 0; d < n_.ws; ++d)
           for (int ch = 0; ch < chunks_; ++ch)
@@ -411,6 +359,7 @@ class Gemm {
       ++wave_;
       next_wave();
     };
+    int parts = 1;
     const double compute_s = t_tile_;
     std::function<void()> after_compute;  // fused-lsa: the wave's remote stores
     double local_bytes = count * ab_tile_;
@@ -440,34 +389,34 @@ class Gemm {
       const double scap = n_.h.remote_store_rate;
       int nstores = 0;
       for (int d = 0; d < n_.ws; ++d) nstores += d != r_ && per_dest[d] > 0;
-      *left += nstores > 0 ? 1 : 0;
+      parts += nstores > 0 ? 1 : 0;
       auto stores = [this, w, per_dest, scap, done, nstores] {
-        auto pending = std::make_shared<int>(nstores);
+        auto all = hw::Join::after(nstores, done);
         for (int d = 0; d < n_.ws; ++d) {
           if (d == r_ || per_dest[d] <= 0) continue;
-          n_.net.start({.name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .bytes = per_dest[d],
-                        .path = {{n_.link(r_, d), 1.0}, n_.window_hop(d)}, .rate_cap_Bps = scap, .share = scap,
-                        .lane = n_.cu_lane(r_) + " remote stores", .on_done = [pending, done] {
-                          if (--*pending == 0) done();
-                        }});
+          n_.g.remote_store({.writer = r_, .dest = d, .bytes = per_dest[d], .rate_cap = scap, .share = scap,
+                             .name = fmt::format("gemm wave {} stores ->gpu{}", w, d), .lane = n_.cu_lane(r_) + " remote stores",
+                             .landing = n_.window_hop(d), .on_done = all});
         }
       };
       if (nstores > 0) after_compute = stores;
     }
+    wave->arm(parts, next);
     const double bytes = local_bytes + c_local;
-    std::vector<sim::PathHop> path{{n_.mem(r_), 1.0}, {n_.req(r_), 1.0}};
+    const double cap = bytes / compute_s;
+    // The wave's loads and stores stream through the rank's HBM and its request fabric.
+    hw::GpuGroup::Stream k{.rank = r_, .name = fmt::format("gemm wave {}", w), .bytes = bytes, .rate_cap = cap, .share = cap,
+                           .extra_hops = {{n_.g.req(r_), 1.0}}, .lane = n_.cu_lane(r_), .on_done = [done, after_compute] {
+                             if (after_compute) after_compute();
+                             done();
+                           }};
     if (n_.c.window_in_host_memory && (n_.c.mode == "fused-sdma" || n_.c.mode == "fused-lsa")) {
       // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
-      path[0].weight = local_bytes / bytes;
-      path[1].weight = local_bytes / bytes;  // the request fabric carries the local loads only
-      path.push_back(n_.window_hop(r_, c_local / bytes));
+      k.hbm_weight = local_bytes / bytes;
+      k.extra_hops[0].weight = local_bytes / bytes;  // the request fabric carries the local loads only
+      k.extra_hops.push_back(n_.window_hop(r_, c_local / bytes));
     }
-    const double cap = bytes / compute_s;
-    n_.net.start({.name = fmt::format("gemm wave {}", w), .bytes = bytes, .path = path, .rate_cap_Bps = cap,
-                  .share = cap, .lane = n_.cu_lane(r_), .on_done = [done, after_compute] {
-                    if (after_compute) after_compute();
-                    done();
-                  }});
+    n_.g.stream(std::move(k));
   }
 
   Node& n_;
@@ -493,8 +442,8 @@ class Call {
   }
 
   void start() {
-    b1_ = n_.barrier();
-    b2_ = n_.barrier();
+    b1_ = &n_.g.barrier();
+    b2_ = &n_.g.barrier();
     for (int r = 0; r < ws_; ++r)
       issuers_.push_back(std::make_unique<sim::OpServer>(n_.sim, fmt::format("gpu{}/put issue", r), 0.0));
     for (int r = 0; r < ws_; ++r) {
@@ -567,12 +516,12 @@ class Call {
         const double eff = split_scatter_efficiency();
         for (int d = 0; d < ws_; ++d)
           if (d != r) n_.sdma_put(r, d, slice_, eff, fmt::format("scatter ->gpu{}", d));
-        n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "scatter"); reduce(r); }); });
+        n_.g.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "scatter"); reduce(r); }); });
       });
       return;
     }
     // fused-sdma and fused-lsa: the scatter already went out from the GEMM; drain the tail.
-    n_.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "drain"); reduce(r); }); });
+    n_.g.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "drain"); reduce(r); }); });
   }
 
   /// Split scatter: the source is the whole GEMM output, read after the GEMM. The fraction f of it
@@ -624,17 +573,19 @@ class Call {
                         (c_.publish == "fence" ? n_.h.system_release_per_band : 0.0);
     n_.stream_kernel(r, fmt::format("reduce band {}", band), (ws_ + 1) * slice_ / B, [this, r, band, B, sync] {
       n_.sim.after(sync, [this, r, band, B] {
-        auto left = std::make_shared<int>(ws_ - 1);
         const bool last = band + 1 == B;
+        auto issued = std::make_shared<hw::Join>();
+        issued->arm(ws_ - 1, [this, r, last] {
+          if (!last) return;
+          phase(r, "reduce+push");
+          n_.g.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
+        });
         for (int d = 0; d < ws_; ++d) {
           if (d == r) continue;
-          const double cost = n_.h.device_submit + n_.h.submit_cost_per_outstanding * n_.max_outstanding(r);
-          issuer(r).submit_cost(cost, [this, r, d, band, B, left, last] {
+          const double cost = n_.h.device_submit + n_.h.submit_cost_per_outstanding * n_.g.max_outstanding(r);
+          issuer(r).submit_cost(cost, [this, r, d, band, B, issued] {
             n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
-            if (--*left == 0 && last) {
-              phase(r, "reduce+push");
-              n_.when_queues_idle(r, [this, r] { b2_->arrive(r, [this, r] { finish(r, "gather"); }); });
-            }
+            issued->arrive();
           });
         }
         if (!last) reduce_push(r, band + 1);
@@ -663,7 +614,7 @@ class Call {
     n_.sim.after(n_.launch(), [this, r, wire, fp8] {
       for (int d = 0; d < ws_; ++d)
         if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d), {}, true);
-      n_.when_queues_idle(r, [this, r, fp8] {
+      n_.g.when_queues_idle(r, [this, r, fp8] {
         b2_->arrive(r, [this, r, fp8] {
           if (!fp8) return finish(r, "gather");
           phase(r, "gather");
@@ -705,8 +656,8 @@ class Call {
   std::vector<double> t_mark_;
   std::vector<std::unique_ptr<Gemm>> gemms_;
   std::vector<std::unique_ptr<sim::OpServer>> issuers_;
-  Node::Barrier* b1_ = nullptr;
-  Node::Barrier* b2_ = nullptr;
+  hw::GpuGroup::Barrier* b1_ = nullptr;
+  hw::GpuGroup::Barrier* b2_ = nullptr;
 };
 
 }  // namespace

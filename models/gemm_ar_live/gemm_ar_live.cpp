@@ -196,17 +196,15 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
   std::vector<double> end(ws, 0.0);
   std::vector<std::map<std::string, std::pair<double, double>>> ph(ws);
   auto mark = [&](int r, const std::string& name, double s) { ph[r][name] = {s * 1e6, sim.now() * 1e6}; };
-  // Per-rank completion events: sent[r][p] (r's scatter to p landed), reduced[r], gathered[r][p].
-  std::vector<std::vector<std::function<void()>>> on_sent(ws, std::vector<std::function<void()>>(ws));
-  std::vector<int> sent_left(ws, ws - 1), gather_left(ws, 2 * (ws - 1));
   std::vector<double> t_gemm_end(ws, 0);
-
-  auto finish_rank = [&](int r) {
-    if (--gather_left[r] == 0) {
+  // A rank is done when its outgoing and incoming gathers have landed: 2 (ws - 1) arrivals.
+  std::vector<hw::Join> gathered(ws);
+  for (int r = 0; r < ws; ++r)
+    gathered[r].arm(2 * (ws - 1), [&, r] {
       end[r] = sim.now();
       mark(r, "gather", t_gemm_end[r] > 0 ? ph[r]["reduce"].second * 1e-6 : 0);
-    }
-  };
+    });
+  auto finish_rank = [&](int r) { gathered[r].arrive(); };
   // Phase 3 (split/overlapped): after r's reduce, puts of its slice to every peer; a rank is done
   // when its outgoing and incoming gathers have landed (incoming seen through a cross-GPU event).
   auto gather = [&](int r) {
@@ -220,15 +218,16 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
   };
   // r's reduce is enqueued on r's main stream behind its own GEMM calls (stream order) and waits
   // (cross-GPU events) for every peer's scatter into r; it reads ws slices and writes one.
-  std::vector<int> reduce_waits(ws, 2);  // peers' scatters landed (+ event wait), own GEMM done
-  auto start_reduce = [&](int r) {
-    if (--reduce_waits[r] > 0) return;
-    const double t0 = sim.now();
-    node.stream(r, (ws + 1) * slice, "reduce", [&, r, t0] {
-      mark(r, "reduce", t0);
-      gather(r);
+  std::vector<hw::Join> reduce_waits(ws);  // peers' scatters landed (+ event wait), own GEMM done
+  for (int r = 0; r < ws; ++r)
+    reduce_waits[r].arm(2, [&, r] {
+      const double t0 = sim.now();
+      node.stream(r, (ws + 1) * slice, "reduce", [&, r, t0] {
+        mark(r, "reduce", t0);
+        gather(r);
+      });
     });
-  };
+  auto start_reduce = [&](int r) { reduce_waits[r].arrive(); };
   auto reduce_when_received = [&](int r) {
     return hw::Join::after(ws - 1, [&, r] { start_reduce(r); });  // called at each put's remote-ready time
   };
@@ -261,9 +260,11 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
       auto order = std::make_shared<std::vector<int>>();
       for (int q = 1; q <= ws; ++q)
         for (int bi = 0; bi < per_slice; ++bi) order->push_back((r + q) % ws);
-      auto per_peer_left = std::make_shared<std::vector<int>>(ws, per_slice);
+      // r's bands to each peer: when all per_slice of them landed, the peer has r's scatter.
+      auto per_peer = std::make_shared<std::vector<std::function<void()>>>(ws);
+      for (int p = 0; p < ws; ++p) (*per_peer)[p] = hw::Join::after(per_slice, [&, p] { received[p](); });
       auto next = std::make_shared<std::function<void(size_t)>>();
-      *next = [&, r, order, next, band_rows, band_bytes, per_peer_left](size_t i) {
+      *next = [&, r, order, next, band_rows, band_bytes, per_peer](size_t i) {
         if (i == order->size()) {
           mark(r, "gemm", 0);
           t_gemm_end[r] = sim.now();
@@ -272,13 +273,11 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
         }
         const int dst = (*order)[i];
         const double gap = i == 0 ? 0.0 : h.launch_gap;
-        sim.after(gap, [&, r, i, dst, band_rows, band_bytes, next, per_peer_left] {
-          node.gemm(r, band_rows, c.n, c.k, fmt::format("gemm band {}", i), [&, r, i, dst, band_bytes, next, per_peer_left] {
+        sim.after(gap, [&, r, i, dst, band_rows, band_bytes, next, per_peer] {
+          node.gemm(r, band_rows, c.n, c.k, fmt::format("gemm band {}", i), [&, r, i, dst, band_bytes, next, per_peer] {
             if (dst != r)
-              sim.after(same, [&, r, dst, band_bytes, i, per_peer_left] {
-                node.put(r, dst, band_bytes, fmt::format("scatter band {} ->gpu{}", i, dst), {}, [&, dst, per_peer_left] {
-                  if (--(*per_peer_left)[dst] == 0) received[dst]();
-                });
+              sim.after(same, [&, r, dst, band_bytes, i, per_peer] {
+                node.put(r, dst, band_bytes, fmt::format("scatter band {} ->gpu{}", i, dst), {}, [dst, per_peer] { (*per_peer)[dst](); });
               });
             (*next)(i + 1);
           });
@@ -297,10 +296,7 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
     // Reduce on r starts when every rank's GEMM is done (cross-GPU events); it loads the peers'
     // partial slices through peer pointers and its own locally; then a pull kernel per peer copies
     // that peer's reduced slice once the peer's reduce is done.
-    auto gemms_done = std::make_shared<int>(ws);
-    auto reduced_left = std::make_shared<std::vector<int>>(ws, ws - 1);
-    std::vector<std::function<void()>> reduced_cb(ws);
-    auto start_gather = [&, reduced_left](int r) {
+    auto start_gather = [&](int r) {
       const double t0 = sim.now();
       auto done = hw::Join::after(ws - 1, [&, r, t0] {
         end[r] = sim.now();
@@ -309,28 +305,26 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
       for (int p = 0; p < ws; ++p)
         if (p != r) node.pull(r, p, slice, lsa_blocks, c.lsa_threads, 64.0, 1.0, fmt::format("gather <-gpu{}", p), done);
     };
-    for (int r = 0; r < ws; ++r) {
-      received[r] = [&, r, gemms_done, start_gather, reduced_left] {
-        if (--*gemms_done > 0) return;
-        for (int q = 0; q < ws; ++q) {
-          sim.after(xgpu, [&, q, start_gather, reduced_left] {
-            const double t0 = sim.now();
-            auto done = hw::Join::after(ws, [&, q, t0, start_gather, reduced_left] {
-              mark(q, "reduce", t0);
-              // q's reduced slice is ready: each peer waits for it (cross-GPU event)
-              for (int p = 0; p < ws; ++p)
-                if (p != q)
-                  sim.after(xgpu, [&, p, start_gather, reduced_left] {
-                    if (--(*reduced_left)[p] == 0) start_gather(p);
-                  });
-            });
-            node.stream(q, 2 * slice, "reduce (local)", done);
+    // p gathers once every peer's reduced slice is ready (ws - 1 cross-GPU events).
+    auto peers_reduced = std::make_shared<std::vector<std::function<void()>>>(ws);
+    for (int p = 0; p < ws; ++p) (*peers_reduced)[p] = hw::Join::after(ws - 1, [start_gather, p] { start_gather(p); });
+    const auto all_gemms = hw::Join::after(ws, [&, peers_reduced] {
+      for (int q = 0; q < ws; ++q) {
+        sim.after(xgpu, [&, q, peers_reduced] {
+          const double t0 = sim.now();
+          auto done = hw::Join::after(ws, [&, q, t0, peers_reduced] {
+            mark(q, "reduce", t0);
+            // q's reduced slice is ready: each peer waits for it (cross-GPU event)
             for (int p = 0; p < ws; ++p)
-              if (p != q) node.pull(q, p, slice, 2 * sms, 512, 64.0, 0.0, fmt::format("reduce <-gpu{}", p), done);
+              if (p != q) sim.after(xgpu, [p, peers_reduced] { (*peers_reduced)[p](); });
           });
-        }
-      };
-    }
+          node.stream(q, 2 * slice, "reduce (local)", done);
+          for (int p = 0; p < ws; ++p)
+            if (p != q) node.pull(q, p, slice, 2 * sms, 512, 64.0, 0.0, fmt::format("reduce <-gpu{}", p), done);
+        });
+      }
+    });
+    for (int r = 0; r < ws; ++r) received[r] = all_gemms;
   }
   sim.run();
   if (!net.stalled().empty()) throw std::runtime_error("simulation stalled: " + net.stalled().front());
