@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -119,5 +121,54 @@ class CaseSchema {
   std::string owner_;
   std::vector<CaseParam> params_;
 };
+
+/**
+ * A model's case struct T and its parameters: each declared parameter bound to the member it is read
+ * into (or to a function setting members from it). A default-constructed T gives the defaults of the
+ * parameters that are neither required nor declared with one, so the struct's initialisers are the
+ * one place a default is written. `read` takes a case's read values (schema().read(params)).
+ */
+template <class T>
+class CaseFields {
+ public:
+  struct Field {
+    CaseParam param;
+    std::function<void(T&, const CaseValues&)> set;  ///< copy the parameter's value into the struct
+  };
+  CaseFields(std::string owner, std::vector<Field> fields)
+      : fields_(std::move(fields)), schema_(std::move(owner), params_of(fields_)) {}
+  const CaseSchema& schema() const { return schema_; }
+  /// A T from read values: each parameter with a value (given or default) set; a required one not
+  /// given (read with defer_required) keeps the member's initialiser until CaseValues::require().
+  T read(const CaseValues& v) const {
+    T t{};
+    for (const auto& f : fields_)
+      if (v.has(f.param.key)) f.set(t, v);
+    return t;
+  }
+
+ private:
+  static std::vector<CaseParam> params_of(const std::vector<Field>& fields) {
+    std::vector<CaseParam> out;
+    for (const auto& f : fields) out.push_back(f.param);
+    return out;
+  }
+  std::vector<Field> fields_;
+  CaseSchema schema_;
+};
+
+/// Bind parameter `p` to member `m` of T (a bool, a whole number, a floating-point number or a
+/// string); unless required or declared with a default, its default is a default T's member.
+template <class T, class M>
+typename CaseFields<T>::Field field(CaseParam p, M T::*m) {
+  if (!p.is_required && !p.fallback) p.fallback = nlohmann::json(T{}.*m);
+  const std::string key = p.key;
+  return {std::move(p), [m, key](T& t, const CaseValues& v) {
+            if constexpr (std::is_same_v<M, bool>) t.*m = v.flag(key);
+            else if constexpr (std::is_integral_v<M>) t.*m = static_cast<M>(v.integer(key));
+            else if constexpr (std::is_floating_point_v<M>) t.*m = v.number(key);
+            else t.*m = v.name(key);
+          }};
+}
 
 }  // namespace fusesim::models

@@ -138,12 +138,22 @@ struct ScenarioSection {
  * (naming the scenario's file, line and key) or, for a case, models::ParamError (carrying the key).
  */
 struct ModelSpec {
+  using HardwareFn = std::function<std::vector<hw::HwRead>(const hw::Hardware* on)>;
+  using RunFn = std::function<nlohmann::json(const hw::Hardware&, const YAML::Node&, sim::TraceSink*)>;
+  ModelSpec() = default;
+  /// What every model has: its name, description and source, its hardware, its case parameters and
+  /// its run function (the hooks below are set one by one).
+  ModelSpec(std::string name_, std::string description_, std::string source_, HardwareFn hardware_,
+            std::function<std::vector<std::string>()> case_parameters_, RunFn run_)
+      : name(std::move(name_)), description(std::move(description_)), source(std::move(source_)),
+        hardware(std::move(hardware_)), case_parameters(std::move(case_parameters_)), run(std::move(run_)) {}
+
   std::string name;         ///< the `model:` of a scenario file
   std::string description;  ///< one line, for listings
   std::string source;       ///< where the model comes from (document, benchmark, seed)
   /// The hardware parameters the model reads on `on` (its topology may choose the set); with
   /// nullptr, every parameter it may read on any hardware (for the registry and `fusesim params`).
-  std::function<std::vector<hw::HwRead>(const hw::Hardware* on)> hardware;
+  HardwareFn hardware;
   /// Declared keys the model's files set to describe the machine but that the model does not read.
   std::vector<hw::ParamDecl> documented;
   /// The accepted case parameters with their meaning (README and error listings).
@@ -152,7 +162,7 @@ struct ModelSpec {
   /// "phases": [...], "params"?, model extras}. Errors: models::ParamError naming the parameter,
   /// std::invalid_argument for the case as a whole, std::out_of_range for a lookup the hardware
   /// file cannot serve.
-  std::function<nlohmann::json(const hw::Hardware&, const YAML::Node&, sim::TraceSink*)> run;
+  RunFn run;
 
   // ---- scenario hooks (the generic loader and runner call them for this model's scenarios) ----
   std::vector<ScenarioSection> scenario_sections;
@@ -197,6 +207,16 @@ struct ModelSpec {
   /// CSV columns after `phases` (every CSV carries every model's columns, in registry order).
   std::vector<CsvColumn> csv_columns;
 };
+
+/// A ModelSpec::hardware reading `schema` on any hardware (the schema must outlive the spec).
+template <class S>
+ModelSpec::HardwareFn reads_of(const hw::HwSchema<S>& schema) {
+  return [&schema](const hw::Hardware*) { return schema.reads(); };
+}
+/// A ModelSpec::case_parameters listing `schema` (which must outlive the spec).
+inline std::function<std::vector<std::string>()> listing_of(const CaseSchema& schema) {
+  return [&schema] { return schema.describe(); };
+}
 
 // ---- the registry (models/registry.inc lists the specs) -----------------------------------
 

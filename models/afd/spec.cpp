@@ -17,55 +17,46 @@
 namespace fusesim::afd {
 using models::CaseParam;
 
-const models::CaseSchema& afd_case_schema() {
-  static const AfdCase d;  // the defaults of the optional keys
-  static const models::CaseSchema schema{
+namespace {
+using models::CaseValues;
+using models::field;
+/// A case's parameters, each bound to its AfdCase member (whose initialiser is its default) or, for
+/// the payload and hybrid words, to what they set.
+const models::CaseFields<AfdCase>& afd_fields() {
+  using C = AfdCase;
+  static const models::CaseFields<C> f{
       "afd",
-      {CaseParam::name("path", "afd, afd_shared (runs as afd) or masked").otherwise(d.path),
-       CaseParam::integer("attention_ranks", "Attention ranks A, >= 1").required(),
-       CaseParam::integer("ffn_ranks", "FFN ranks F, >= 1").required(),
-       CaseParam::integer("tokens", fmt::format("tokens per Attention rank, 1..{}", kMaxTokens)).required(),
-       CaseParam::integer("transport_sms", "SMs of dispatch/combine (channels = 8 x this)").otherwise(d.transport_sms),
-       CaseParam::integer("hidden", "elements per token").otherwise(d.hidden),
-       CaseParam::integer("topk", "experts per token").otherwise(d.topk),
-       CaseParam::integer("experts", "experts over the FFN ranks").otherwise(d.experts),
-       CaseParam::name("hybrid", "pods: rail-matched forwarding (off: direct sends)").one_of({"on", "off", "true", "false"}).otherwise("on").expecting("on or off"),
-       CaseParam::name("payload", "the dispatch's dtype (the combine stays bf16)").one_of({"bf16", "fp16", "fp8", "fp32"}).otherwise("bf16"),
-       CaseParam::integer("capacity", "rows per expert per Attention rank (rows over it are dropped)").otherwise(d.capacity),
-       CaseParam::integer("combine_sms", "NVLink domain: combine grid on every rank (0: transport_sms)").otherwise(d.combine_sms),
-       CaseParam::integer("ffn_combine_sms", "NVLink domain: FFN-only combine grid (0: off)").otherwise(d.ffn_combine_sms),
-       CaseParam::flag("grid_sync_exit", "NVLink domain: the FFN combine exits through one grid sync").otherwise(d.grid_sync_exit),
-       CaseParam::integer64("seed", "the routing's random seed").otherwise(int64_t(d.seed)).at_least(0).expecting("an integer >= 0"),
-       CaseParam::flag("skip_empty_finish", "pods what-if: no finish on channels that carried nothing").otherwise(d.skip_empty_finish),
-       CaseParam::flag("rotate_channels", "what-if: token t of source s rides channel (t + s C / sources) mod C").otherwise(d.rotate_channels),
-       CaseParam::flag("inline_finish", "pods what-if: data-less finishes as inline writes").otherwise(d.inline_finish),
-       CaseParam::name("view", "NVLink domain: the metric's clock, span or collect").otherwise(d.view)}};
-  return schema;
+      {field(CaseParam::name("path", "afd, afd_shared (runs as afd) or masked"), &C::path),
+       field(CaseParam::integer("attention_ranks", "Attention ranks A, >= 1").required(), &C::attention_ranks),
+       field(CaseParam::integer("ffn_ranks", "FFN ranks F, >= 1").required(), &C::ffn_ranks),
+       field(CaseParam::integer("tokens", fmt::format("tokens per Attention rank, 1..{}", kMaxTokens)).required(), &C::tokens),
+       field(CaseParam::integer("transport_sms", "SMs of dispatch/combine (channels = 8 x this)"), &C::transport_sms),
+       field(CaseParam::integer("hidden", "elements per token"), &C::hidden),
+       field(CaseParam::integer("topk", "experts per token"), &C::topk),
+       field(CaseParam::integer("experts", "experts over the FFN ranks"), &C::experts),
+       {CaseParam::name("hybrid", "pods: rail-matched forwarding (off: direct sends)").one_of({"on", "off", "true", "false"})
+            .otherwise("on").expecting("on or off"),
+        [](C& c, const CaseValues& v) { c.hybrid = v.name("hybrid") == "on" || v.name("hybrid") == "true"; }},
+       {CaseParam::name("payload", "the dispatch's dtype (the combine stays bf16)").one_of({"bf16", "fp16", "fp8", "fp32"}).otherwise("bf16"),
+        [](C& c, const CaseValues& v) { c.dtype_bytes = v.name("payload") == "fp8" ? 1 : v.name("payload") == "fp32" ? 4 : 2; }},
+       field(CaseParam::integer("capacity", "rows per expert per Attention rank (rows over it are dropped)"), &C::capacity),
+       field(CaseParam::integer("combine_sms", "NVLink domain: combine grid on every rank (0: transport_sms)"), &C::combine_sms),
+       field(CaseParam::integer("ffn_combine_sms", "NVLink domain: FFN-only combine grid (0: off)"), &C::ffn_combine_sms),
+       field(CaseParam::flag("grid_sync_exit", "NVLink domain: the FFN combine exits through one grid sync"), &C::grid_sync_exit),
+       field(CaseParam::integer64("seed", "the routing's random seed").at_least(0).expecting("an integer >= 0"), &C::seed),
+       field(CaseParam::flag("skip_empty_finish", "pods what-if: no finish on channels that carried nothing"), &C::skip_empty_finish),
+       field(CaseParam::flag("rotate_channels", "what-if: token t of source s rides channel (t + s C / sources) mod C"), &C::rotate_channels),
+       field(CaseParam::flag("inline_finish", "pods what-if: data-less finishes as inline writes"), &C::inline_finish),
+       field(CaseParam::name("view", "NVLink domain: the metric's clock, span or collect"), &C::view)}};
+  return f;
 }
+}  // namespace
+
+const models::CaseSchema& afd_case_schema() { return afd_fields().schema(); }
 
 AfdCase afd_case_from_yaml(const YAML::Node& params) {
-  const models::CaseValues v = afd_case_schema().read(params);
-  AfdCase c;
-  c.path = v.name("path");
-  c.attention_ranks = int(v.integer("attention_ranks"));
-  c.ffn_ranks = int(v.integer("ffn_ranks"));
-  c.tokens = int(v.integer("tokens"));
-  c.transport_sms = int(v.integer("transport_sms"));
-  c.hidden = int(v.integer("hidden"));
-  c.topk = int(v.integer("topk"));
-  c.experts = int(v.integer("experts"));
-  c.hybrid = v.name("hybrid") == "on" || v.name("hybrid") == "true";
-  const std::string payload = v.name("payload");
-  c.dtype_bytes = payload == "fp8" ? 1 : payload == "fp32" ? 4 : 2;
-  c.capacity = int(v.integer("capacity"));
-  c.combine_sms = int(v.integer("combine_sms"));
-  c.ffn_combine_sms = int(v.integer("ffn_combine_sms"));
-  c.grid_sync_exit = v.flag("grid_sync_exit");
-  c.seed = uint64_t(v.integer("seed"));
-  c.skip_empty_finish = v.flag("skip_empty_finish");
-  c.rotate_channels = v.flag("rotate_channels");
-  c.inline_finish = v.flag("inline_finish");
-  c.view = v.name("view");
+  const CaseValues v = afd_case_schema().read(params);
+  AfdCase c = afd_fields().read(v);
   c.given = v.given_keys();
   return c;
 }
@@ -147,16 +138,11 @@ namespace fusesim::models {
 
 const ModelSpec& afd_spec() {
   static const ModelSpec spec = [] {
-    ModelSpec s;
-    s.name = "afd";
-    s.description = "MoE dispatch/combine between Attention and FFN ranks: one NVLink domain, or pods over InfiniBand with NIC atomics";
-    s.source = "seed 004 (the AFD transport's measurements and kernels), AFD.md; fitted by fusesim_afd_fit";
-    s.hardware = [](const hw::Hardware* on) {
-      if (!on) return afd::afd_hardware_reads();
-      return afd::afd_hardware(*on).reads();
-    };
-    s.case_parameters = [] { return afd::afd_case_schema().describe(); };
-    s.run = afd::run_afd_case;
+    // The hardware it reads depends on the topology: the NVLink domain's set or the pods'.
+    auto hardware = [](const hw::Hardware* on) { return on ? afd::afd_hardware(*on).reads() : afd::afd_hardware_reads(); };
+    ModelSpec s{"afd", "MoE dispatch/combine between Attention and FFN ranks: one NVLink domain, or pods over InfiniBand with NIC atomics",
+                "seed 004 (the AFD transport's measurements and kernels), AFD.md; fitted by fusesim_afd_fit", hardware,
+                listing_of(afd::afd_case_schema()), afd::run_afd_case};
     // The pods model's NIC placement is a property of the hardware: refused at the hardware line.
     s.check_hardware = [](const hw::Hardware& hw) {
       if (hw.topology_kind() == "pods") (void)afd::gpus_per_nic(hw);

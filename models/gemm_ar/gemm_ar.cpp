@@ -683,57 +683,38 @@ GemmArResult simulate_gemm_ar(const hw::Hardware& hw, const GemmArConfig& c, sim
 
 // ================================ the model's spec ===============================================
 
-const CaseSchema& gemm_ar_case_schema() {
-  static const GemmArConfig d;  // the defaults of every knob but mode and m
-  static const CaseSchema schema{
+namespace {
+/// The knobs as a scenario case gives them, each bound to its GemmArConfig member (whose
+/// initialiser is its default; mode and m are required).
+const CaseFields<GemmArConfig>& gemm_ar_fields() {
+  using C = GemmArConfig;
+  static const CaseFields<C> f{
       "gemm_ar",
-      {CaseParam::name("mode", "one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl").required(),
-       CaseParam::integer64("m", "rows of C, the tokens of the call").required(),
-       CaseParam::integer64("n", "columns of C (the hidden size)").otherwise(d.n),
-       CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)").otherwise(d.k),
-       CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8").otherwise(d.world_size),
-       CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)").otherwise(d.quant),
-       CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)").otherwise(d.chunks),
-       CaseParam::integer("sdma_queues", "queues created per peer (one is used: no effect on timing)").otherwise(d.sdma_queues),
-       CaseParam::name("tile_order", "rotated or linear").otherwise(d.tile_order),
-       CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)").otherwise(d.gather_dtype),
-       CaseParam::name("gather_transport", "sdma, or lsa (the fp8 wire's pull)").otherwise(d.gather_transport),
-       CaseParam::integer("pull_blocks", "grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)").otherwise(d.pull_blocks),
-       CaseParam::flag("fuse_quantize", "one reduce+quantize kernel (fp8 wire)").otherwise(d.fuse_quantize),
-       CaseParam::flag("fuse_reduce_push", "gather puts issued from inside the reduce (fused-sdma, bf16)").otherwise(d.fuse_reduce_push),
-       CaseParam::integer("gather_bands", "bands of the reduce with fuse_reduce_push").otherwise(d.gather_bands),
-       CaseParam::name("publish", "writethrough or fence (a release per block per band)").otherwise(d.publish),
-       CaseParam::flag("window_in_host_memory", "what-if: every window access crosses PCIe").otherwise(d.window_in_host_memory),
-       CaseParam::flag("sdma_moves_nothing", "what-if: puts complete and move no byte").otherwise(d.sdma_moves_nothing)}};
-  return schema;
+      {field(CaseParam::name("mode", "one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl").required(), &C::mode),
+       field(CaseParam::integer64("m", "rows of C, the tokens of the call").required(), &C::m),
+       field(CaseParam::integer64("n", "columns of C (the hidden size)"), &C::n),
+       field(CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)"), &C::k),
+       field(CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8"), &C::world_size),
+       field(CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)"), &C::quant),
+       field(CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)"), &C::chunks),
+       field(CaseParam::integer("sdma_queues", "queues created per peer (one is used: no effect on timing)"), &C::sdma_queues),
+       field(CaseParam::name("tile_order", "rotated or linear"), &C::tile_order),
+       field(CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)"), &C::gather_dtype),
+       field(CaseParam::name("gather_transport", "sdma, or lsa (the fp8 wire's pull)"), &C::gather_transport),
+       field(CaseParam::integer("pull_blocks", "grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)"), &C::pull_blocks),
+       field(CaseParam::flag("fuse_quantize", "one reduce+quantize kernel (fp8 wire)"), &C::fuse_quantize),
+       field(CaseParam::flag("fuse_reduce_push", "gather puts issued from inside the reduce (fused-sdma, bf16)"), &C::fuse_reduce_push),
+       field(CaseParam::integer("gather_bands", "bands of the reduce with fuse_reduce_push"), &C::gather_bands),
+       field(CaseParam::name("publish", "writethrough or fence (a release per block per band)"), &C::publish),
+       field(CaseParam::flag("window_in_host_memory", "what-if: every window access crosses PCIe"), &C::window_in_host_memory),
+       field(CaseParam::flag("sdma_moves_nothing", "what-if: puts complete and move no byte"), &C::sdma_moves_nothing)}};
+  return f;
 }
+}  // namespace
 
-GemmArConfig gemm_ar_config(const CaseValues& v) {
-  GemmArConfig c;  // a required knob not given keeps its initialiser until CaseValues::require() names it
-  auto name = [&](const char* k, std::string& f) { if (v.has(k)) f = v.name(k); };
-  auto flag = [&](const char* k, bool& f) { if (v.has(k)) f = v.flag(k); };
-  auto count = [&](const char* k, int& f) { if (v.has(k)) f = int(v.integer(k)); };
-  auto count64 = [&](const char* k, int64_t& f) { if (v.has(k)) f = v.integer(k); };
-  name("mode", c.mode);
-  count64("m", c.m);
-  count64("n", c.n);
-  count64("k", c.k);
-  count("world_size", c.world_size);
-  name("quant", c.quant);
-  count("chunks", c.chunks);
-  count("sdma_queues", c.sdma_queues);
-  name("tile_order", c.tile_order);
-  name("gather_dtype", c.gather_dtype);
-  name("gather_transport", c.gather_transport);
-  count("pull_blocks", c.pull_blocks);
-  flag("fuse_quantize", c.fuse_quantize);
-  flag("fuse_reduce_push", c.fuse_reduce_push);
-  count("gather_bands", c.gather_bands);
-  name("publish", c.publish);
-  flag("window_in_host_memory", c.window_in_host_memory);
-  flag("sdma_moves_nothing", c.sdma_moves_nothing);
-  return c;
-}
+const CaseSchema& gemm_ar_case_schema() { return gemm_ar_fields().schema(); }
+
+GemmArConfig gemm_ar_config(const CaseValues& v) { return gemm_ar_fields().read(v); }
 
 nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
   // The path and the row count say which layer call this is; no silent default for either, but
@@ -761,13 +742,9 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
 
 const ModelSpec& gemm_ar_spec() {
   static const ModelSpec spec = [] {
-    ModelSpec s;
-    s.name = "gemm_ar";
-    s.description = "mori's fused fp8 GEMM + all-reduce (every mode of bench_gemm_ar.py and an RCCL-style ring baseline)";
-    s.source = "mori gemm_ar benchmark and kernels (GEMM_AR.md); fitted on seed 000 (hw/mi355x-8gpu.yaml)";
-    s.hardware = [](const hw::Hardware*) { return gemm_ar_hardware().reads(); };
-    s.case_parameters = [] { return gemm_ar_case_schema().describe(); };
-    s.run = run_gemm_ar_case;
+    ModelSpec s{"gemm_ar", "mori's fused fp8 GEMM + all-reduce (every mode of bench_gemm_ar.py and an RCCL-style ring baseline)",
+                "mori gemm_ar benchmark and kernels (GEMM_AR.md); fitted on seed 000 (hw/mi355x-8gpu.yaml)",
+                reads_of(gemm_ar_hardware()), listing_of(gemm_ar_case_schema()), run_gemm_ar_case};
     s.row_note = [](const nlohmann::json& c) {
       const auto& cp = c["params"];
       if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])

@@ -337,49 +337,36 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
 }
 
 namespace {
-const CaseSchema& live_case_schema() {
-  static const LiveConfig d;
-  static const CaseSchema schema{
+/// A case's parameters, each bound to its LiveConfig member (whose initialiser is its default).
+const CaseFields<LiveConfig>& live_fields() {
+  using C = LiveConfig;
+  static const CaseFields<C> f{
       "gemm_ar_live",
-      {CaseParam::name("mode", "gemm-only, split, overlapped or lsa").otherwise(d.mode),
-       CaseParam::integer64("m", "rows of C").otherwise(d.m),
-       CaseParam::integer64("n", "columns of C").otherwise(d.n),
-       CaseParam::integer64("k", "the reduction dimension").otherwise(d.k),
-       CaseParam::integer("world_size", "GPUs of the pair (2)").otherwise(d.world_size),
-       CaseParam::integer("bands", "overlapped: GEMM row bands over M (a multiple of world_size)").otherwise(d.bands),
-       CaseParam::integer("reduce_blocks", "the reduce's grid (0: 2 x SMs); accepted, not modelled").otherwise(d.reduce_blocks).unreported(),
-       CaseParam::integer("lsa_blocks", "the LSA kernels' grid (0: 2 x SMs)").otherwise(d.lsa_blocks).unreported(),
-       CaseParam::integer("lsa_threads", "threads per LSA block").otherwise(d.lsa_threads).unreported()}};
-  return schema;
+      {field(CaseParam::name("mode", "gemm-only, split, overlapped or lsa"), &C::mode),
+       field(CaseParam::integer64("m", "rows of C"), &C::m),
+       field(CaseParam::integer64("n", "columns of C"), &C::n),
+       field(CaseParam::integer64("k", "the reduction dimension"), &C::k),
+       field(CaseParam::integer("world_size", "GPUs of the pair (2)"), &C::world_size),
+       field(CaseParam::integer("bands", "overlapped: GEMM row bands over M (a multiple of world_size)"), &C::bands),
+       field(CaseParam::integer("reduce_blocks", "the reduce's grid (0: 2 x SMs); accepted, not modelled").unreported(), &C::reduce_blocks),
+       field(CaseParam::integer("lsa_blocks", "the LSA kernels' grid (0: 2 x SMs)").unreported(), &C::lsa_blocks),
+       field(CaseParam::integer("lsa_threads", "threads per LSA block").unreported(), &C::lsa_threads)}};
+  return f;
 }
 }  // namespace
 
 nlohmann::json run_gemm_ar_live_case(const hw::Hardware& hw, const YAML::Node& p, sim::TraceSink* trace) {
-  const CaseValues v = live_case_schema().read(p);
-  LiveConfig c;
-  c.mode = v.name("mode");
-  c.m = v.integer("m");
-  c.n = v.integer("n");
-  c.k = v.integer("k");
-  c.world_size = int(v.integer("world_size"));
-  c.bands = int(v.integer("bands"));
-  c.reduce_blocks = int(v.integer("reduce_blocks"));
-  c.lsa_blocks = int(v.integer("lsa_blocks"));
-  c.lsa_threads = int(v.integer("lsa_threads"));
-  const auto r = simulate_gemm_ar_live(hw, c, trace);
+  const CaseValues v = live_fields().schema().read(p);
+  const auto r = simulate_gemm_ar_live(hw, live_fields().read(v), trace);
   return {{"params", v.to_json()}, {"predicted_us", r.time_us}, {"per_rank_us", r.per_rank_us}, {"phases", hw::spans_json(r.phases)}};
 }
 
 const ModelSpec& gemm_ar_live_spec() {
   static const ModelSpec spec = [] {
-    ModelSpec s;
-    s.name = "gemm_ar_live";
-    s.description = "our overlapped GEMM + all-reduce on an H200 pair (calibrate/live/gemm_ar_live)";
-    s.source = "calibrate/live/gemm_ar_live.hip.cpp; calibrated on our probes (calibrate/data/h200x2)";
-    s.hardware = [](const hw::Hardware*) { return gemm_ar_live_hardware().reads(); };
+    ModelSpec s{"gemm_ar_live", "our overlapped GEMM + all-reduce on an H200 pair (calibrate/live/gemm_ar_live)",
+                "calibrate/live/gemm_ar_live.hip.cpp; calibrated on our probes (calibrate/data/h200x2)",
+                reads_of(gemm_ar_live_hardware()), listing_of(live_fields().schema()), run_gemm_ar_live_case};
     s.documented = gemm_ar_live_documented();
-    s.case_parameters = [] { return live_case_schema().describe(); };
-    s.run = run_gemm_ar_live_case;
     return s;
   }();
   return spec;

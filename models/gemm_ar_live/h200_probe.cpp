@@ -112,21 +112,17 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
 }
 
 const ModelSpec& h200_probe_spec() {
-  static const ModelSpec spec = [] {
-    ModelSpec s;
-    s.name = "h200_probe";
-    s.description = "the portable probes (peer copies, CU remote loads, banded GEMMs, GEMMs under copies, a copy hop) on the H200 pair";
-    s.source = "hw/kernels/ probes, measured in calibrate/data/h200x2 (scenarios/h200x2-probes.yaml)";
-    s.hardware = [](const hw::Hardware*) { return gemm_ar_live_hardware().reads(); };
-    s.case_parameters = [] {
-      std::vector<std::string> out;
-      for (const auto& [name, schema] : probe_schemas())
-        for (const auto& d : schema.describe()) out.push_back(name + "." + d);
-      return out;
-    };
-    s.run = run_probe_case;
-    return s;
-  }();
+  // Each probe's parameters, listed as probe.key.
+  auto listing = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, schema] : probe_schemas())
+      for (const auto& d : schema.describe()) out.push_back(name + "." + d);
+    return out;
+  };
+  static const ModelSpec spec{"h200_probe",
+                              "the portable probes (peer copies, CU remote loads, banded GEMMs, GEMMs under copies, a copy hop) on the H200 pair",
+                              "hw/kernels/ probes, measured in calibrate/data/h200x2 (scenarios/h200x2-probes.yaml)",
+                              reads_of(gemm_ar_live_hardware()), listing, run_probe_case};
   return spec;
 }
 

@@ -359,13 +359,10 @@ class LayerFitRun : public ScenarioRun {
 
 const ModelSpec& ttft_spec() {
   static const ModelSpec spec = [] {
-    ModelSpec s;
-    s.name = "ttft";
-    s.description = "a layer's predicted change (two gemm_ar arms) composed into a prefill's time to first token";
-    s.source = "seeds 001/002 (SGLang serving of DeepSeek-V4 on MI355X); the layer by the gemm_ar model";
-    s.hardware = [](const hw::Hardware*) { return gemm_ar_hardware().reads(); };  // it runs gemm_ar layers
-    s.case_parameters = [] { return ttft_case_schema().describe(); };
-    s.run = run_ttft_case;
+    // The hardware is gemm_ar's: the model runs gemm_ar layers.
+    ModelSpec s{"ttft", "a layer's predicted change (two gemm_ar arms) composed into a prefill's time to first token",
+                "seeds 001/002 (SGLang serving of DeepSeek-V4 on MI355X); the layer by the gemm_ar model",
+                reads_of(gemm_ar_hardware()), listing_of(ttft_case_schema()), run_ttft_case};
     s.scenario_sections = {{"layer_fits", "fits a layer count"}};
     s.check_scenario = [](const Scenario& sc) { (void)layer_fits(sc); };
     s.begin_run = [](const Scenario& sc, const CaseRunner& run_case, const std::function<bool(const Case&)>& selected,

@@ -264,3 +264,35 @@ TEST(TraceSink, OneLanePerResourceAndStackedOverlaps) {
   EXPECT_EQ(tids.size(), 2u);  // overlapping slices on one lane are stacked on two rows
   EXPECT_EQ(tr.lanes(), std::vector<std::string>{"gpu0/xgmi->1"});
 }
+
+// Share weights, path weights and rate caps together, as every model uses them (a kernel reading and
+// writing one HBM, a capped copy crossing HBM and a link, a stream on the link), solved by hand.
+TEST(FlowNetwork, ShareWeightsPathWeightsAndRateCapsTogether) {
+  // Resources H (12 GB/s) and L (8 GB/s). fa: H at weight 2 (it reads and writes H), share 1.
+  // fb: H and L at weight 1, share 2, capped at 3 GB/s. fc: L at weight 1, share 1.
+  // Progressive filling, rate = share x level until a resource saturates or a cap binds:
+  //  level 1: H gives 12 / (1x2 + 2x1) = 3, L gives 8 / (2x1 + 1x1) = 2.67, fb's cap 3 / 2 = 1.5:
+  //           fb freezes at 2 x 1.5 = 3 GB/s (its cap); H has 12 - 3 = 9 left, L 8 - 3 = 5.
+  //  level 2: H gives 9 / 2 = 4.5, L gives 5 / 1 = 5: fa freezes at 4.5 GB/s (H saturated: 2 x 4.5 + 3).
+  //  level 3: L gives 5: fc runs at 5 GB/s (L saturated: 3 + 5).
+  // fb (3e9 B) ends at 3e9 / 3e9 = 1 s. Then fa is alone on H: 12 / 2 = 6 GB/s; it had moved 4.5e9 of
+  // 9e9 B, so it ends 4.5e9 / 6e9 = 0.75 s later, at 1.75 s. fc is alone on L at 8 GB/s with
+  // 20e9 - 5e9 = 15e9 B left: 15 / 8 = 1.875 s later, at 2.875 s.
+  Simulation sim;
+  FlowNetwork net(sim);
+  const auto h = net.add_resource("H", 12 * GB), l = net.add_resource("L", 8 * GB);
+  std::vector<double> done(3, -1);
+  const FlowId fa = net.start({.name = "fa", .bytes = 9e9, .path = {{h, 2.0}}, .on_done = [&] { done[0] = sim.now(); }});
+  const FlowId fb = net.start({.name = "fb", .bytes = 3e9, .path = {{h, 1.0}, {l, 1.0}}, .rate_cap_Bps = 3 * GB, .share = 2.0,
+                               .on_done = [&] { done[1] = sim.now(); }});
+  const FlowId fc = net.start({.name = "fc", .bytes = 20e9, .path = {{l, 1.0}}, .on_done = [&] { done[2] = sim.now(); }});
+  double ra = 0, rb = 0, rc = 0;
+  sim.at(0.5, [&] { ra = net.rate(fa); rb = net.rate(fb); rc = net.rate(fc); });
+  sim.run();
+  EXPECT_NEAR(ra, 4.5 * GB, 1);
+  EXPECT_NEAR(rb, 3.0 * GB, 1);
+  EXPECT_NEAR(rc, 5.0 * GB, 1);
+  EXPECT_NEAR(done[1], 1.0, 1e-9);
+  EXPECT_NEAR(done[0], 1.75, 1e-9);
+  EXPECT_NEAR(done[2], 2.875, 1e-9);
+}

@@ -10,8 +10,10 @@
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 
 namespace {
 double median(std::vector<double> v) {

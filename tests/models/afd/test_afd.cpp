@@ -19,18 +19,13 @@
 #include "models/afd/hardware.hpp"
 #include "models/afd/spec.hpp"
 #include "models/afd/timeline.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 using namespace fusesim::afd;
 
 namespace {
-/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
-/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
-inline std::string test_tmp(const std::string& name) {
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
-}
-const std::string kRoot = FUSESIM_REPO_ROOT;
 const hw::ParamRegistry& reg() {
   static const hw::ParamRegistry r = afd_registry();
   return r;
@@ -566,7 +561,6 @@ std::string first_quoted(const std::string& m) {
   const size_t a = m.find('\''), b = a == std::string::npos ? a : m.find('\'', a + 1);
   return b == std::string::npos ? "" : m.substr(a + 1, b - a - 1);
 }
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 /// A scenario file `text` (hardware named as hw/...) in a scratch repository whose hw/ links to the
 /// real one, so the scenario loader finds it.
 /// Returns the file's path.

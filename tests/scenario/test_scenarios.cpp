@@ -1,5 +1,5 @@
-// Scenario files: loader errors, and the committed scenarios' predictions against their measured
-// values (the tolerances the issues state).
+// The scenario layer (scenario/): loader errors naming file, line and key, the required hardware
+// checked before any case runs, a case's refusals at the parameter's line, and the CSV.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,90 +16,26 @@
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 
 namespace {
-/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
-/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
-inline std::string test_tmp(const std::string& name) {
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
-}
-const std::string kRoot = FUSESIM_SOURCE_DIR;
-
-std::string write_tmp(const std::string& name, const std::string& text) {
-  const std::string p = test_tmp(name);
-  std::ofstream(p) << text;
-  return p;
-}
-
 void expect_file_error(const std::string& text, const std::string& needle, int line) {
-  const std::string p = write_tmp("bad.yaml", text);
-  try {
-    scenario::load(p);
-    ADD_FAILURE() << "loaded a bad scenario: " << needle;
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find(needle), std::string::npos) << w;
-    EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
-  }
+  expect_error_at<hw::FileError>([](const std::string& p) { scenario::load(p); }, "bad.yaml", text, needle, line);
 }
-
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 /// Load, run and judge the kernel durations of the scenario `text` (written to this test's `name`):
 /// the message of the hw::FileError raised on the way, or "" when it all runs.
 std::string run_file_error(const std::string& name, const std::string& text) {
-  try {
+  return error_of<hw::FileError>([&] {
     const auto sc = scenario::load(write_tmp(name, text));
     (void)afd::kernel_durations(sc, scenario::run(sc, scenario::load_hardware(sc)));
-  } catch (const hw::FileError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// A hardware file loaded against the builtin registry must fail with `needle` at `line`.
-void expect_hw_error(const std::string& text, const std::string& needle, int line) {
-  const std::string p = write_tmp("bad-hw.yaml", text);
-  try {
-    models::load_hardware(p);
-    ADD_FAILURE() << "loaded a bad hardware file: " << needle;
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find(needle), std::string::npos) << w;
-    EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
-  }
+  });
 }
 }  // namespace
 
-TEST(ScenarioHardware, ASecondYamlDocumentIsAnError) {
-  const std::string hw = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
-  const int lines = int(std::count(hw.begin(), hw.end(), '\n'));
-  expect_hw_error(hw + "---\nname: other\n", "a second YAML document starts here: a hardware file holds one document", lines + 1);
-  EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", hw + "---\n")));  // an empty document ignores nothing
-}
 
-TEST(ScenarioHardware, TopologyKindMustBeOneTheModelsKnow) {
-  const std::string hw = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
-  const std::string mesh = "topology: {kind: full_mesh, gpus: 8}";
-  ASSERT_NE(hw.find(mesh), std::string::npos);
-  const int line = 1 + int(std::count(hw.begin(), hw.begin() + hw.find(mesh), '\n'));
-  auto with = [&](const std::string& topo) { return std::string(hw).replace(hw.find(mesh), mesh.size(), topo); };
-  expect_hw_error(with("topology: {kind: torus, gpus: 8}"),
-                  "'topology.kind': unknown topology kind 'torus' (expected one of: full_mesh, pair, pods)", line);
-  expect_hw_error(with("topology: {gpus: 8}"), "'topology.kind': missing (expected one of: full_mesh, pair, pods)", line);
-  EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, "1e400GBps"), std::invalid_argument);
-  // A misspelt NIC-sharing key would silently model one NIC per GPU.
-  expect_hw_error(with("topology: {kind: pods, gpus: 8, gpus_per_pod: 4, nic_per_node: 4}"),
-                  "'topology.nic_per_node': unknown topology key (expected kind, gpus, gpus_per_pod, gpus_per_node, nics_per_node)", line);
-  for (const std::string kind : {"full_mesh", "pair", "pods"})
-    EXPECT_NO_THROW(models::load_hardware(write_tmp("ok-hw.yaml", with("topology: {kind: " + kind + ", gpus: 8}")))) << kind;
-}
 
 namespace {
 /// Run a one-case scenario of `model` on hardware text `hw` (written as `name`.yaml); expect the
@@ -192,42 +128,7 @@ TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
   EXPECT_EQ(sc.cases[9].params["chunks"].as<int>(), 2);
 }
 
-TEST(ScenarioAfd, ANicPlacementTheModelCannotTakeIsRefusedAtTheHardwareLine) {
-  std::string hwt = read_file(kRoot + "/hw/h100-ib-pods.yaml");
-  const std::string from = "gpus_per_node: 8, nics_per_node: 8";
-  ASSERT_NE(hwt.find(from), std::string::npos);
-  hwt.replace(hwt.find(from), from.size(), "gpus_per_node: 8, nics_per_node: 16");  // more NICs than GPUs
-  const std::string hwp = write_tmp("pods-16nic.yaml", hwt);
-  const std::string p = write_tmp("nics.yaml", "scenario: s\nmodel: afd\nhardware: " + hwp +
-                                                   "\ncases:\n  - id: a\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n");
-  const auto sc = scenario::load(p);
-  try {
-    (void)scenario::run(sc, scenario::load_hardware(sc));
-    ADD_FAILURE() << "ran on a NIC placement the model cannot take";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find(":3: 'hardware'"), std::string::npos) << w;
-    EXPECT_NE(w.find("must be a whole number of GPUs per NIC"), std::string::npos) << w;
-  }
-}
 
-TEST(ScenarioAfd, AWhatIfCaseReportsItsEffectAgainstTheSameExchangeWithout) {
-  const std::string p = write_tmp("whatif.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h100-ib-pods.yaml\nmodel: afd\n"
-                        "cases:\n  - id: base\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n"
-                        "  - id: skip\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1, skip_empty_finish: true}\n");
-  const auto sc = scenario::load(p);
-  const auto r = scenario::run(sc, scenario::load_hardware(sc));
-  const auto& base = r["cases"][0];
-  const auto& skip = r["cases"][1];
-  EXPECT_FALSE(base.contains("whatif"));
-  ASSERT_TRUE(skip.contains("whatif"));
-  EXPECT_NEAR(skip["whatif"]["without_us"].get<double>(), base["predicted_us"].get<double>(), 1e-6);
-  EXPECT_LT(skip["whatif"]["change_pct"].get<double>(), -5.0);
-  const std::string table = scenario::format_table(r);
-  EXPECT_NE(table.find("what-if: skip_empty_finish"), std::string::npos) << table;
-  EXPECT_NE(table.find("NIC ops per round trip: dev 0,1,2,3: ffn NIC: atomics in 2, out 2"), std::string::npos) << table;
-  EXPECT_NE(table.find("dev0 (ffn): hybrid_dispatch"), std::string::npos) << table;
-}
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
@@ -372,97 +273,12 @@ TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
   EXPECT_EQ(measured, 6);
 }
 
-class Mi355xScenario : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    sc_ = new models::Scenario(scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
-    hw_ = new hw::Hardware(scenario::load_hardware(*sc_));
-    res_ = new nlohmann::json(scenario::run(*sc_, *hw_));
-  }
-  static models::Scenario* sc_;
-  static hw::Hardware* hw_;
-  static nlohmann::json* res_;
-};
-models::Scenario* Mi355xScenario::sc_ = nullptr;
-hw::Hardware* Mi355xScenario::hw_ = nullptr;
-nlohmann::json* Mi355xScenario::res_ = nullptr;
 
-TEST_F(Mi355xScenario, EveryMeasuredCaseWithinTenPercent) {
-  int compared = 0;
-  for (const auto& c : (*res_)["cases"]) {
-    if (c["error_pct"].is_null()) continue;
-    ++compared;
-    EXPECT_LE(std::fabs(c["error_pct"].get<double>()), 10.0) << c["id"];
-  }
-  EXPECT_GE(compared, 30);
-}
 
-TEST_F(Mi355xScenario, MedianAndMaxErrorOverSeed000) {
-  const auto& s = (*res_)["summary"];
-  EXPECT_LE(s["median_abs_error_pct"].get<double>(), 3.0);
-  EXPECT_LE(s["max_abs_error_pct"].get<double>(), 8.0);
-}
 
-TEST_F(Mi355xScenario, PerPhaseTableWithinFifteenPercent) {
-  const std::set<std::string> checked{"gemm", "drain", "reduce", "gather"};
-  int n = 0;
-  for (const auto& c : (*res_)["cases"]) {
-    if (c["id"].get<std::string>().rfind("phases/", 0) != 0) continue;
-    for (const auto& p : c["phases"]) {
-      if (!p.contains("measured_us") || !checked.count(p["name"].get<std::string>())) continue;
-      ++n;
-      EXPECT_LE(std::fabs(p["error_pct"].get<double>()), 15.0) << c["id"] << " " << p["name"];
-    }
-  }
-  EXPECT_EQ(n, 11);  // bf16: 4 phases, fp8/sdma: 4, fp8/lsa: gemm, drain, reduce (its gather is the barrier)
-}
 
-TEST_F(Mi355xScenario, CasesReportWindowAndWireError) {
-  for (const auto& c : (*res_)["cases"]) {
-    // Every mori mode allocates the window; the GEMM + RCCL baseline has none.
-    if (c["params"]["mode"] == "rccl") EXPECT_EQ(c["window_MiB"].get<double>(), 0.0) << c["id"];
-    else EXPECT_GT(c["window_MiB"].get<double>(), 0) << c["id"];
-    const bool fp8 = c["params"]["gather_dtype"] == "fp8";
-    if (fp8) EXPECT_NEAR(c["wire_rel_l2"].get<double>(), 2.6e-2, 0.3e-2) << c["id"];
-    else EXPECT_EQ(c["wire_rel_l2"].get<double>(), 0.0) << c["id"];
-  }
-}
 
-TEST(Trace, FusedCaseHasOneLanePerResourceAndScatterOverlapsGemm) {
-  auto hw = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
-  sim::TraceSink trace;
-  models::GemmArConfig c;
-  models::simulate_gemm_ar(hw, c, &trace);
-  const auto j = trace.to_json();
-  ASSERT_TRUE(j.contains("traceEvents"));
-  std::set<std::string> threads;
-  double gemm_end = 0, first_put = 1e18;
-  std::map<int, std::string> tid_name;
-  for (const auto& e : j["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name") tid_name[e["tid"].get<int>()] = e["args"]["name"];
-  for (const auto& e : j["traceEvents"]) {
-    ASSERT_TRUE(e.contains("ph") && e.contains("pid"));
-    if (e["ph"] != "X") continue;
-    ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid"));
-    const std::string lane = tid_name[e["tid"].get<int>()];
-    threads.insert(lane);
-    const std::string name = e["name"];
-    if (name.rfind("gemm wave", 0) == 0) gemm_end = std::max(gemm_end, e["ts"].get<double>() + e["dur"].get<double>());
-    if (name.rfind("scatter chunk", 0) == 0) first_put = std::min(first_put, e["ts"].get<double>());
-  }
-  // Slices on the CUs and on each copy-engine queue; every resource (CUs, HBM, each link direction,
-  // each queue) has its lane, the HBM and the links with their utilisation counter.
-  for (const std::string lane : {"cu", "sdma->1"})
-    EXPECT_TRUE(std::any_of(threads.begin(), threads.end(), [&](const std::string& t) { return t.rfind(lane, 0) == 0; })) << lane;
-  const auto lanes = trace.lanes();
-  for (const std::string lane : {"gpu0/cu", "gpu0/hbm", "gpu0/fabric-requests", "gpu0/xgmi->1", "gpu1/xgmi->0",
-                                 "gpu0/sdma->1", "gpu0/barrier", "gpu7/barrier"})
-    EXPECT_NE(std::find(lanes.begin(), lanes.end(), lane), lanes.end()) << lane;
-  int counters = 0;
-  for (const auto& e : j["traceEvents"]) counters += e["ph"] == "C";
-  EXPECT_GT(counters, 0);
-  EXPECT_LT(first_put, 0.5 * gemm_end);  // the scatter's puts start while the GEMM still runs
-}
+
 
 TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
   // RFC 4180: an id with a comma, a quote and a newline stays one field.
@@ -492,41 +308,6 @@ TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
   EXPECT_NE(csv.find("layers,layers_row,tolerance_pct,source\n"), std::string::npos) << csv;
 }
 
-// Measured kernel timelines: an entry that could never be compared, or that would be compared wrongly,
-// is an error naming its line (each was accepted: a mistyped kernel or a device beyond the ranks was
-// dropped, end < start gave a negative duration, a known miss naming nothing could never fail).
-TEST(ScenarioAfd, MeasuredKernelEntriesAndKnownMissesAreChecked) {
-  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\n";
-  const std::string kcase =  // lines 4-6 (+ the kernel_durations block before it, when given)
-      "cases:\n  - id: a\n    params: {attention_ranks: 2, ffn_ranks: 2, tokens: 128}\n";
-  auto with_kernels = [&](const std::string& kernels, const std::string& before = "") {
-    return head + before + kcase + "    measured:\n      period_us: 30\n      source: x\n      kernels:\n" + kernels;
-  };
-  // Lines: 1-3 head, 4-6 case, 7 measured, 8 period, 9 source, 10 kernels, 11.. entries.
-  expect_file_error(with_kernels("        - {device: 1.5, kernel: combine_impl, start_us: 1, end_us: 2}\n"),
-                    "expected a device index", 11);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 3, end_us: 2}\n"),
-                    "a kernel must end after it starts", 11);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n"
-                                 "        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 3}\n"),
-                    "listed twice (first at line 11)", 12);
-  const std::string kd = "kernel_durations:\n  known_misses:\n    - {case: b, kernel: dev0/combine_impl, reason: r}\n";
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd), "no case 'b'", 6);
-  const std::string kd2 = "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/combine_imp, reason: r}\n";
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd2),
-                    "has no measured kernel 'dev0/combine_imp'", 6);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n",
-                                 "kernel_durations: {tolerance_pct: -3}\n"),
-                    "'kernel_durations.tolerance_pct': must be > 0", 4);
-  // A kernel the model does not run on that device: named when the case is compared.
-  for (const std::string bad : {"{device: 7, kernel: combine_impl, start_us: 1, end_us: 2}",
-                                "{device: 0, kernel: dispatch_implx, start_us: 1, end_us: 2}"}) {
-    const std::string w = run_file_error("kern.yaml", with_kernels("        - " + bad + "\n"));
-    EXPECT_NE(w.find(":11:"), std::string::npos) << bad << ": " << (w.empty() ? "compared" : w);
-    EXPECT_NE(w.find("the model runs no"), std::string::npos) << w;
-    EXPECT_NE(w.find("dev0/combine_impl"), std::string::npos) << w;  // what it does run
-  }
-}
 
 // A quoted number or flag is text in YAML and is refused where a number or a flag is expected
 // (yaml-cpp converted "256" and "yes"), naming the key; unquoted values still run.

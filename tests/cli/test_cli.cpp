@@ -1,6 +1,6 @@
-// The command line's and the hardware loader's answers to a new user's mistakes: outputs that would
-// overwrite an input, a --plot that is not a directory, breakeven's thresholds, flags and JSON, a
-// scenario given to `params`, fitted values without provenance, and keys no model reads.
+// The command line's answers to a new user's mistakes (cli/commands.cpp, in-process): outputs that
+// would overwrite an input, a --plot that is not a directory, breakeven's thresholds, flags and JSON,
+// a scenario given to `params`, and what `params` counts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,23 +21,14 @@
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 namespace fs = std::filesystem;
 
 namespace {
-/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
-/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
-inline std::string test_tmp(const std::string& name) {
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
-}
-const std::string kRoot = FUSESIM_SOURCE_DIR;
 
-std::string read_file(const std::string& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 /// A fresh, empty folder for one test.
 std::string fresh_dir(const std::string& name) {
@@ -85,7 +76,6 @@ CliResult run_cli(const std::vector<std::string>& args) {
   return r;
 }
 
-bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 }  // namespace
 
 // --- 1. run --out must not overwrite the scenario ------------------------------------------------
@@ -280,84 +270,10 @@ TEST(CliBreakeven, ErrorsNameTheFlags) {
   }
 }
 
-// --- 4. hardware files ---------------------------------------------------------------------------
 
-namespace {
-std::string with_replaced(const std::string& text, const std::string& from, const std::string& to) {
-  std::string s = text;
-  const auto at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
 
-std::string hw_error(const std::string& text) {
-  const std::string p = test_tmp("cli_hw_bad.yaml");
-  std::ofstream(p) << text;
-  try {
-    models::load_hardware(p);
-  } catch (const hw::FileError& e) {
-    return e.what();
-  }
-  return "";
-}
 
-/// 1-based line of the first line of `text` containing `needle`.
-int line_with(const std::string& text, const std::string& needle) {
-  std::istringstream in(text);
-  std::string l;
-  for (int n = 1; std::getline(in, l); ++n)
-    if (has(l, needle)) return n;
-  return 0;
-}
 
-/// Line `n` (1-based) of `text`, without its newline ("" past the end).
-std::string line_at(const std::string& text, int n) {
-  std::istringstream in(text);
-  std::string l;
-  for (int i = 1; i <= n; ++i)
-    if (!std::getline(in, l)) return "";
-  return l;
-}
-}  // namespace
-
-TEST(HardwareProvenance, EveryFittedValueOfTheRepositoryCarriesItsFit) {
-  for (const auto& e : fs::directory_iterator(kRoot + "/hw"))
-    if (e.path().extension() == ".yaml") {
-      EXPECT_NO_THROW(models::load_hardware(e.path().string())) << e.path();
-    }
-}
-
-TEST(HardwareProvenance, AFittedValueWithoutDateCommitOrFilesIsRefused) {
-  const std::string text = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
-  // The first fitted value on one line: drop each of its fit fields in turn.
-  const int line = line_with(text, "kind: fitted");
-  ASSERT_GT(line, 0);
-  const std::string l = line_at(text, line);
-  const std::string key = l.substr(l.find_first_not_of(' '), l.find(':') - l.find_first_not_of(' '));
-  for (const std::string field : {"fitted_on", "commit", "fitted_from"}) {
-    const auto at = l.find(", " + field + ":");
-    ASSERT_NE(at, std::string::npos) << field << " in " << l;
-    auto end = l.find(field == "fitted_from" ? "]" : ",", at + 2);
-    if (field == "fitted_from") ++end;
-    const std::string cut = l.substr(0, at) + l.substr(end);
-    const std::string w = hw_error(with_replaced(text, l, cut));
-    EXPECT_TRUE(has(w, ":" + std::to_string(line) + ":")) << w;
-    EXPECT_TRUE(has(w, "." + key + "." + field + "'") && has(w, "missing")) << w;
-  }
-}
-
-TEST(HardwareCalibration, ANegativeOrNonFiniteResidualIsRefused) {
-  const std::string text = read_file(kRoot + "/hw/mi355x-8gpu.yaml");
-  const int line = line_with(text, "residual_rms_pct:");
-  ASSERT_GT(line, 0);
-  const std::string l = line_at(text, line);
-  for (const std::string bad : {"-5", ".nan", ".inf", "-.inf"}) {
-    const std::string w = hw_error(with_replaced(text, l, "  residual_rms_pct: " + bad));
-    EXPECT_TRUE(has(w, ":" + std::to_string(line) + ":") && has(w, "residual_rms_pct")) << bad << ": " << w;
-  }
-  EXPECT_EQ(hw_error(with_replaced(text, l, "  residual_rms_pct: 0")), "");
-}
 
 TEST(CliParams, AScenarioFileIsNamedAsOne) {
   const auto r = run_cli({"params", kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"});
@@ -370,43 +286,7 @@ TEST(CliParams, AScenarioFileIsNamedAsOne) {
 
 // --- 5. keys no model reads ------------------------------------------------------------------------
 
-TEST(UnreadKeys, NoModelRequiresThem) {
-  const auto& hw = mi355x();
-  for (const char* model : {"gemm_ar", "ttft", "gemm_ar_live", "h200_probe", "afd"}) {
-    const auto keys = models::required_hardware_keys(model, hw);
-    for (const auto& k : models::unread_hardware_keys())
-      EXPECT_EQ(std::find(keys.begin(), keys.end(), k), keys.end()) << model << " requires " << k;
-  }
-}
 
-// The list's claim: changing one of those keys changes no prediction of the committed scenarios that
-// set them (gemm_ar, ttft, gemm_ar_live, h200_probe).
-TEST(UnreadKeys, ChangingThemChangesNoPrediction) {
-  for (const char* name : {"mi355x-dsv4-pro-wo_b-tp8.yaml", "mi355x-dsv4-serving-ttft.yaml", "h200x2-gemm-ar.yaml", "h200x2-probes.yaml"}) {
-    const auto sc = scenario::load(kRoot + "/scenarios/" + name);
-    const auto hw = scenario::load_hardware(sc);
-    const auto base = scenario::run(sc, hw);
-    hw::Hardware changed = hw;
-    int set = 0;
-    for (const auto& k : models::unread_hardware_keys()) {
-      const hw::ParamDecl* d = hw.registry().find(k);
-      ASSERT_NE(d, nullptr) << k;
-      if (!hw.has(k)) continue;
-      ++set;
-      changed.set_si(k, hw.get(k) == d->lower ? d->upper : d->lower + 0.5 * (hw.get(k) - d->lower));
-    }
-    if (!set) continue;
-    const auto after = scenario::run(sc, changed);
-    ASSERT_EQ(base["cases"].size(), after["cases"].size());
-    for (size_t i = 0; i < base["cases"].size(); ++i)
-    {
-      // Equal up to rounding: two runs of one hardware in one process already differ by up to ~1e-9
-      // relative (separate processes print identical tables; checked with `fusesim run` too).
-      const double b = base["cases"][i]["predicted_us"].get<double>(), a = after["cases"][i]["predicted_us"].get<double>();
-      EXPECT_NEAR(a, b, 1e-7 * b) << name << " " << base["cases"][i]["id"];
-    }
-  }
-}
 
 TEST(CliParams, CountsOnlyReadKeysAndListsTheOthers) {
   const auto r = run_cli({"params", kRoot + "/hw/mi355x-8gpu.yaml"});

@@ -17,8 +17,10 @@
 #include "scenario/run.hpp"
 #include "models/gemm_ar/breakeven.hpp"
 #include "models/ttft/ttft.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 
 // Issue 3: every TTFT row within 1 percentage point of the seeds' change. The fused-layer count of each
 // model is fitted on its bf16-wire rows (layer_fits); the fp8-wire rows are held out.
@@ -97,12 +99,6 @@ TEST(Ttft, MeasuredChangeIsTranslatedIntoTheLayerCountItWouldTake) {
 }
 
 namespace {
-/// A temporary file name of this test's own: ctest runs the tests of one binary as parallel
-/// processes, so a fixed name shared by two tests races (one reads the other's half-written file).
-inline std::string test_tmp(const std::string& name) {
-  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + (t ? std::string(t->test_suite_name()) + "." + t->name() + "-" : std::string()) + name;
-}
 // The committed TTFT scenario with text edits (each {from, to, all?}), written to a temporary file
 // whose hardware path is absolute; run like `fusesim run`. Returns the result, or the error text.
 struct Edited {
@@ -246,88 +242,5 @@ TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
   EXPECT_THROW(models::run_ttft_case(hw, good, &trace), std::invalid_argument);  // no timeline of its own
 }
 
-TEST(Outputs, SeveralFilesAreWrittenAllOrNothing) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "fusesim_outputs_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string a = (dir / "trace.json").string();
-  { std::ofstream(a) << "old"; }
-  // The second output cannot be written: the first keeps its old content, no temporary is left.
-  EXPECT_THROW(hw::write_files_atomic({{a, "new"}, {(dir / "missing" / "out.txt").string(), "x"}}), std::runtime_error);
-  std::ifstream in(a);
-  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(got, "old");
-  EXPECT_FALSE(fs::exists(a + ".tmp"));
-  EXPECT_THROW(hw::write_files_atomic({{a, "1"}, {(dir / "." / "trace.json").string(), "2"}}), std::invalid_argument);
-  hw::write_files_atomic({{a, "new"}, {(dir / "out.txt").string(), "x"}});
-  std::ifstream in2(a);
-  std::string got2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(got2, "new");
-  fs::remove_all(dir);
-}
 
-TEST(BreakEven, FusedWinsFromSomeMAndAtTheServingThresholds) {
-  const auto hw = models::load_hardware(FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml");
-  models::GemmArConfig c;
-  const auto bf16 = models::break_even(hw, c, 32768);
-  ASSERT_GT(bf16.m_vs_split, 0);
-  ASSERT_GT(bf16.m_vs_rccl, 0);
-  // The thresholds SGLang chose by hand (8192 bf16, 2048 fp8) lie inside the winning range of the M it
-  // fuses (multiples of ws x BLOCK_M: it declines ragged M).
-  EXPECT_LE(bf16.m_vs_rccl_aligned, 8192);
-  c.gather_dtype = "fp8";
-  c.gather_transport = "lsa";
-  const auto fp8 = models::break_even(hw, c, 32768);
-  ASSERT_GT(fp8.m_vs_rccl, 0);
-  EXPECT_LE(fp8.m_vs_rccl_aligned, 2048);
-  EXPECT_LE(fp8.m_vs_rccl, bf16.m_vs_rccl);  // the fp8 wire pays from no larger an M
-  // Over every M, padding costs the fused path: just past a multiple of 1024 the unpadded RCCL
-  // baseline wins (M=1025 runs padded to 2048), so the all-M threshold lies above the aligned one,
-  // and it is exact: the fused path wins at it and loses one row below.
-  auto at = [&](int64_t m, const char* mode) {
-    models::GemmArConfig x;
-    x.m = m;
-    x.mode = mode;
-    return models::simulate_gemm_ar(hw, x).total_us;
-  };
-  EXPECT_GT(at(1025, "fused-sdma"), at(1025, "rccl"));
-  EXPECT_GT(bf16.m_vs_rccl, bf16.m_vs_rccl_aligned);
-  EXPECT_LT(at(bf16.m_vs_rccl, "fused-sdma"), at(bf16.m_vs_rccl, "rccl"));
-  EXPECT_GE(at(bf16.m_vs_rccl - 1, "fused-sdma"), at(bf16.m_vs_rccl - 1, "rccl"));
-  // At the returned M the fused path really is faster than the split path.
-  bool checked = false;
-  for (const auto& p : bf16.curve)
-    if (p["m"].get<int64_t>() == bf16.m_vs_split) {
-      EXPECT_LT(p["fused_us"].get<double>(), p["split_us"].get<double>());
-      checked = true;
-    }
-  EXPECT_TRUE(checked);
-}
 
-// Whatever --max-m is (a padding step's end or not), the threshold holds over the whole searched
-// range and the range reaches max_m: with max_m 2048, 3072, 4096 the fused path wins late in the last
-// step (it was reported as "no M"); with 13000 the part of a step past 12288 was never evaluated.
-TEST(BreakEven, TheThresholdHoldsUpToAnyMaxM) {
-  const auto hw = models::load_hardware(FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml");
-  const models::GemmArConfig c;
-  for (const int64_t max_m : {2048, 3072, 4096, 13000}) {
-    const auto r = models::break_even(hw, c, max_m);
-    bool reaches = false;
-    for (const auto& p : r.curve) {
-      const int64_t m = p["m"].get<int64_t>();
-      EXPECT_LE(m, max_m);
-      reaches = reaches || m == max_m;
-      if (r.m_vs_rccl > 0 && m >= r.m_vs_rccl) {
-        EXPECT_LT(p["fused_us"].get<double>(), p["rccl_us"].get<double>()) << "max_m " << max_m << " M " << m;
-      }
-    }
-    EXPECT_TRUE(reaches) << "max_m " << max_m;
-    if (max_m <= 4096) {
-      ASSERT_GT(r.m_vs_rccl, 0) << "max_m " << max_m;
-      // Exact: one row below it the RCCL baseline is at least as fast.
-      const auto below = models::break_even_point(hw, c, r.m_vs_rccl - 1);
-      EXPECT_GE(below["fused_us"].get<double>(), below["rccl_us"].get<double>()) << "max_m " << max_m;
-    }
-  }
-}

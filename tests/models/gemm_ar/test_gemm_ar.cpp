@@ -6,8 +6,10 @@
 
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
+#include "tests/test_util.hpp"
 
 using namespace fusesim;
+using namespace fusesim::test;
 using models::GemmArConfig;
 
 namespace {
