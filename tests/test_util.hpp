@@ -52,7 +52,8 @@ void expect_error_at(Load&& load, const std::string& name, const std::string& te
   const std::string path = write_tmp(name, text);
   const std::string w = error_of<E>([&] { load(path); });
   EXPECT_NE(w.find(needle), std::string::npos) << (w.empty() ? "accepted a bad file: " + needle : w);
-  EXPECT_NE(w.find(":" + std::to_string(line) + ":"), std::string::npos) << w;
+  const std::string at = std::string(":").append(std::to_string(line)).append(":");  // ":LINE:"
+  EXPECT_NE(w.find(at), std::string::npos) << w;
 }
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

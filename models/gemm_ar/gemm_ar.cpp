@@ -36,19 +36,15 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::hbm_capacity, hw::vocab::hbm_capacity()),
       hw::required(&GemmArHw::fabric_bandwidth, hw::vocab::fabric_bandwidth()),
       hw::required(&GemmArHw::link_per_direction, hw::vocab::link_per_direction()),
-      hw::required(&GemmArHw::queue_peak, ParamDecl{"sdma.queue_peak", Quantity::Bandwidth, 1 * G, 1000 * G, "one copy-engine queue's peak put rate (bytes/s)"}),
-      hw::required(&GemmArHw::command_latency, ParamDecl{"sdma.command_latency", Quantity::Time, 0, 100 * us, "time from a put's submission to its first byte (dispatch + packet fetch) per command"}),
-      hw::required(&GemmArHw::fabric_cost, ParamDecl{"sdma.fabric_cost", Quantity::Ratio, 1.0, 8.0, "cost of a copy-engine byte on a GPU's memory-fabric request resource (the `fabric-requests` lane), "
-       "relative to a GEMM tile-load byte: small coherent window transactions delay the GEMM's latency-bound "
-       "L2-miss loads; sets how much a concurrent scatter slows the GEMM. Against streaming kernels (reduce, "
-       "quantize) a copy byte costs one HBM byte at each end"}),
+      hw::required(&GemmArHw::queue_peak, hw::vocab::queue_peak()),
+      hw::required(&GemmArHw::command_latency, hw::vocab::command_latency()),
+      hw::required(&GemmArHw::fabric_cost, hw::vocab::copy_fabric_cost()),
       hw::required(&GemmArHw::read_efficiency, hw::vocab::read_efficiency()),
-      hw::required(&GemmArHw::hbm_source_efficiency, ParamDecl{"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0, "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
-       "(split scatter of a GEMM output whose working set exceeds the MALL)"}),
-      hw::optional(&GemmArHw::mall_capacity, ParamDecl{"gpu.mall_capacity", Quantity::Bytes, 0, 1e10, "last-level cache (AMD Infinity Cache / MALL) per GPU"}, 0.0),
+      hw::required(&GemmArHw::hbm_source_efficiency, hw::vocab::hbm_source_efficiency()),
+      hw::optional(&GemmArHw::mall_capacity, hw::vocab::mall_capacity(), 0.0),
       hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
-      hw::required(&GemmArHw::fixed_cost, ParamDecl{"kernel.fixed_cost", Quantity::Time, 0, 100 * us, "per-kernel fixed cost beyond its data movement (ramp, tail)"}),
-      hw::required(&GemmArHw::flag_barrier, ParamDecl{"sync.flag_barrier", Quantity::Time, 0, 200 * us, "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"}),
+      hw::required(&GemmArHw::fixed_cost, hw::vocab::kernel_fixed_cost()),
+      hw::required(&GemmArHw::flag_barrier, hw::vocab::flag_barrier()),
       hw::required(&GemmArHw::tile_fixed, ParamDecl{"gemm.tile_fixed", Quantity::Time, 0, 1000 * us, "per-tile fixed time of a BLOCK_M=128 x 256 tile"}),
       hw::required(&GemmArHw::tile_per_kblock, ParamDecl{"gemm.tile_per_kblock", Quantity::Time, 0, 100 * us, "per-tile time per 128-deep K block (BLOCK_M=128)"}),
       hw::required(&GemmArHw::workgroups_per_cu, ParamDecl{"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"}),
@@ -57,19 +53,17 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::remote_store_rate, ParamDecl{"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"}),
       hw::required(&GemmArHw::row_wave_efficiency, ParamDecl{"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0, "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"}),
       hw::required(&GemmArHw::band_sync, ParamDecl{"reduce.band_sync", Quantity::Time, 0, 200 * us, "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"}),
-      hw::required(&GemmArHw::device_submit, ParamDecl{"sdma.device_submit", Quantity::Time, 0, 50 * us, "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"}),
-      hw::required(&GemmArHw::submit_cost_per_outstanding, ParamDecl{"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us, "a device-side put submission's cost per command still outstanding on that queue (ring space and "
-       "write-pointer management under the queue lock)"}),
+      hw::required(&GemmArHw::device_submit, hw::vocab::device_submit()),
+      hw::required(&GemmArHw::submit_cost_per_outstanding, hw::vocab::submit_cost_per_outstanding()),
       hw::required(&GemmArHw::system_release_per_band, ParamDecl{"reduce.system_release_per_band", Quantity::Time, 0, 1000 * us, "fuse_reduce_push with publish=fence: L2 write-back for a system-scope release, per band"}),
       hw::required(&GemmArHw::remote_read_latency, hw::vocab::remote_read_latency()),
       hw::required(&GemmArHw::congestion_knee, hw::vocab::congestion_knee()),
       hw::required(&GemmArHw::congestion_per_MiB, hw::vocab::congestion_per_MiB()),
-      hw::required(&GemmArHw::stage_overhead, ParamDecl{"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"}),
-      hw::required(&GemmArHw::ar_loads_in_flight, ParamDecl{"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16, "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would be one per peer)"}),
+      hw::required(&GemmArHw::stage_overhead, hw::vocab::stage_overhead()),
+      hw::required(&GemmArHw::ar_loads_in_flight, hw::vocab::ar_loads_in_flight()),
       hw::required(&GemmArHw::window_write_rate, ParamDecl{"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"}),
-      hw::required(&GemmArHw::rccl_bus_bandwidth_per_link, ParamDecl{"rccl.bus_bandwidth_per_link", Quantity::Bandwidth, 1 * G, 1000 * G, "ring all-reduce bus bandwidth per link a rank has to the group (alpha-beta model; bus bandwidth = "
-       "links among the group's members per GPU x this)"}),
-      hw::required(&GemmArHw::rccl_step_latency, ParamDecl{"rccl.step_latency", Quantity::Time, 0, 1000 * us, "ring all-reduce per-step latency alpha"}),
+      hw::required(&GemmArHw::rccl_bus_bandwidth_per_link, hw::vocab::ring_bus_bandwidth_per_link()),
+      hw::required(&GemmArHw::rccl_step_latency, hw::vocab::ring_step_latency()),
   };
   return schema;
 }

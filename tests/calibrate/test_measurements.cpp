@@ -17,6 +17,7 @@
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
 #include "test_util.hpp"
+#include "tests/test_util.hpp"
 
 namespace fusesim::calibrate {
 namespace {
@@ -66,25 +67,17 @@ TEST(ResultJson, MovedNothingIsRejectedWithReason) {
 }
 
 TEST(ResultJson, MalformedLineNamesFileAndLine) {
-  try {
-    parse_measurement_file(fixture("bench_bad.log"));
-    FAIL() << "expected an error";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find("bench_bad.log:2:"), std::string::npos) << w;
-    EXPECT_NE(w.find("malformed JSON"), std::string::npos) << w;
-  }
+  const std::string w = fusesim::test::error_of<hw::FileError>([] { parse_measurement_file(fixture("bench_bad.log")); });
+  ASSERT_FALSE(w.empty()) << "expected an error";
+  EXPECT_NE(w.find("bench_bad.log:2:"), std::string::npos) << w;
+  EXPECT_NE(w.find("malformed JSON"), std::string::npos) << w;
 }
 
 TEST(ResultJson, WrongFieldTypeNamesTheField) {
   const auto j = nlohmann::json::parse(R"({"mode": "fused-sdma", "m": "big", "max_rank_time_us": 5})");
-  try {
-    record_from_result_json(j, "x.jsonl", 7);
-    FAIL() << "expected an error";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find("x.jsonl:7: 'm'"), std::string::npos) << w;
-  }
+  const std::string w = fusesim::test::error_of<hw::FileError>([&] { record_from_result_json(j, "x.jsonl", 7); });
+  ASSERT_FALSE(w.empty()) << "expected an error";
+  EXPECT_NE(w.find("x.jsonl:7: 'm'"), std::string::npos) << w;
 }
 
 TEST(ResultJson, JsonlNoiseLineIsSkippedWithWarningAndBadJsonIsAnError) {
@@ -223,6 +216,12 @@ TEST(Afd, RealSeed004ParsesIntoRecords) {
 TEST(Probe, GenericRecordsAndRejections) {
   const auto r = parse_measurement_file(fixture("probes.jsonl"));
   ASSERT_EQ(r.records.size(), 4u);
+  // Records 2 and 3 are rejected with their reasons; 0 and 1 are kept.
+  EXPECT_TRUE(r.records[2].rejected);
+  EXPECT_NE(r.records[2].reason.find("moved nothing"), std::string::npos);
+  EXPECT_TRUE(r.records[3].rejected);
+  EXPECT_NE(r.records[3].reason.find("validated: false"), std::string::npos);
+  EXPECT_EQ(r.records[1].unit, "GBps");
   const auto& a = r.records[0];
   EXPECT_EQ(a.kind, "probe");
   EXPECT_EQ(a.quantity, "probe_hbm_copy.time_us");
@@ -231,11 +230,6 @@ TEST(Probe, GenericRecordsAndRejections) {
   EXPECT_EQ(a.params["method"].as<std::string>(), "d2d");
   EXPECT_EQ(a.params["GBps"].as<double>(), 4386.1);
   EXPECT_TRUE(a.extra.contains("machine"));
-  EXPECT_EQ(r.records[1].unit, "GBps");
-  EXPECT_TRUE(r.records[2].rejected);
-  EXPECT_NE(r.records[2].reason.find("moved nothing"), std::string::npos);
-  EXPECT_TRUE(r.records[3].rejected);
-  EXPECT_NE(r.records[3].reason.find("validated: false"), std::string::npos);
   EXPECT_TRUE(to_fit_points(r.records).empty());  // probes have no case model
 }
 

@@ -2,6 +2,7 @@
 // above its assertion, as the engine's tests are.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "hw/group.hpp"
@@ -12,24 +13,32 @@ namespace {
 constexpr double GB = 1e9, us = 1e-6;
 
 /// Two ranks, HBM 100 GB/s, one 50 GB/s link per direction, a copy queue per direction with a 2 us
-/// command latency.
-hw::GroupConfig pair_config() {
+/// command latency; then what `edit` changes.
+hw::GroupConfig pair_config(const std::function<void(hw::GroupConfig&)>& edit = {}) {
   hw::GroupConfig g;
   g.ranks = 2;
   g.hbm_Bps = 100 * GB;
   g.link_Bps = 50 * GB;
   g.copy_queues = true;
   g.command_latency = 2 * us;
+  if (edit) edit(g);
   return g;
 }
+
+/// One simulation, its flow network and a GpuGroup of `cfg` on them.
+struct Rig {
+  sim::Simulation sim;
+  sim::FlowNetwork net{sim};
+  hw::GpuGroup g;
+  explicit Rig(const hw::GroupConfig& cfg) : g(sim, net, cfg) {}
+};
 }  // namespace
 
 TEST(GpuGroup, PutsPayTheCommandLatencyThenMoveAtTheirCapInQueueOrder) {
   // 1 MB at a 25 GB/s cap: 2 us + 1e6 / 25e9 = 2 + 40 = 42 us. A second put on the same queue starts
   // its command when the first is done: 42 + 2 + 40 = 84 us. The queue is idle after both.
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, pair_config());
+  Rig rig(pair_config());
+  auto& [sim, net, g] = rig;
   std::vector<double> done;
   for (int i = 0; i < 2; ++i) g.put({.src = 0, .dst = 1, .bytes = 1e6, .rate_cap = 25 * GB, .label = "put", .on_done = [&] { done.push_back(sim.now()); }});
   double idle = -1;
@@ -46,11 +55,8 @@ TEST(GpuGroup, APutWaitsLongerWhileTheOppositeQueueIsBusyAndItsRemoteReadyWaitsF
   // queued or running, so each starts 2 + 1 = 3 us in and ends 3 + 40 = 43 us (separate links; each
   // HBM carries 2 x 25 of its 100 GB/s). remote_ready of the first: 5 us after its data started
   // (3 us) is 8 us, but not before the put is done: 43 us.
-  auto cfg = pair_config();
-  cfg.opposite_direction_latency = 1 * us;
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, cfg);
+  Rig rig(pair_config([](hw::GroupConfig& c) { c.opposite_direction_latency = 1 * us; }));
+  auto& [sim, net, g] = rig;
   double a = -1, b = -1, ready = -1;
   g.put({.src = 0, .dst = 1, .bytes = 1e6, .rate_cap = 25 * GB, .label = "a", .on_done = [&] { a = sim.now(); },
          .remote_ready = [&] { ready = sim.now(); }, .remote_wait = 5 * us});
@@ -65,13 +71,8 @@ TEST(GpuGroup, TheRequestFabricChargesCopiedBytesAtItsCost) {
   // HBM and request fabric at 30 GB/s, a copy byte costing 2 on the request fabric at each end: the
   // put is held to 30 / 2 = 15 GB/s (below its 25 GB/s cap): 2 us + 1e6 / 15e9 = 68.667 us. While it
   // moves, its bytes cross both HBMs: copy_rate is 15 GB/s at each end.
-  auto cfg = pair_config();
-  cfg.hbm_Bps = 30 * GB;
-  cfg.request_fabric = true;
-  cfg.copy_request_cost = 2.0;
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, cfg);
+  Rig rig(pair_config([](hw::GroupConfig& c) { c.hbm_Bps = 30 * GB; c.request_fabric = true; c.copy_request_cost = 2.0; }));
+  auto& [sim, net, g] = rig;
   double done = -1, rate0 = -1, rate1 = -1;
   g.put({.src = 0, .dst = 1, .bytes = 1e6, .rate_cap = 25 * GB, .label = "p", .on_done = [&] { done = sim.now(); }});
   sim.at(10 * us, [&] { rate0 = g.copy_rate(0), rate1 = g.copy_rate(1); });
@@ -98,12 +99,8 @@ TEST(GpuGroup, ARemoteLoadCrossesTheLinkAtItsReadEfficiencyAndSendsRequestsBack)
   // Rank 0 loads 1 MB from rank 1, read efficiency 0.5, request cost 0.25: the link 1->0 carries
   // 2 bytes per loaded byte (50 / 2 = 25 GB/s), the link 0->1 0.25 (200 GB/s), each HBM one (100):
   // 25 GB/s after a 1 us start: 1 + 40 = 41 us.
-  auto cfg = pair_config();
-  cfg.remote.read_efficiency = 0.5;
-  cfg.remote.request_cost = 0.25;
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, cfg);
+  Rig rig(pair_config([](hw::GroupConfig& c) { c.remote.read_efficiency = 0.5; c.remote.request_cost = 0.25; }));
+  auto& [sim, net, g] = rig;
   double done = -1;
   g.remote_load({.reader = 0, .source = 1, .bytes = 1e6, .rate_cap = 1e15, .start_latency = 1 * us, .name = "pull",
                  .on_done = [&] { done = sim.now(); }});
@@ -119,9 +116,8 @@ TEST(GpuGroup, StoresIntoOneSwitchPortShareIt) {
   cfg.hbm_Bps = 100 * GB;
   cfg.links = hw::GroupConfig::Links::Ports;
   cfg.link_Bps = 10 * GB;
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, cfg);
+  Rig rig(cfg);
+  auto& [sim, net, g] = rig;
   std::vector<double> done;
   for (int w : {0, 1})
     g.remote_store({.writer = w, .dest = 2, .bytes = 1e5, .name = "st", .land = false, .on_done = [&] { done.push_back(sim.now()); }});
@@ -133,9 +129,8 @@ TEST(GpuGroup, StoresIntoOneSwitchPortShareIt) {
 
 TEST(GpuGroup, AStreamingKernelReadsAndWritesItsHbm) {
   // 1 MB read and written (weight 2) through a 100 GB/s HBM after a 3 us launch: 3 + 2e6 / 100e9 = 23 us.
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, pair_config());
+  Rig rig(pair_config());
+  auto& [sim, net, g] = rig;
   double done = -1;
   g.stream({.rank = 1, .name = "reduce", .bytes = 1e6, .start_latency = 3 * us, .hbm_weight = 2.0, .on_done = [&] { done = sim.now(); }});
   sim.run();
@@ -144,11 +139,8 @@ TEST(GpuGroup, AStreamingKernelReadsAndWritesItsHbm) {
 
 TEST(GpuGroup, ABarrierReleasesEveryRankItsLatencyAfterTheLastArrival) {
   // Ranks arrive at 1 and 4 us, latency 5 us: both go on at 9 us.
-  auto cfg = pair_config();
-  cfg.barrier_latency = 5 * us;
-  sim::Simulation sim;
-  sim::FlowNetwork net(sim);
-  hw::GpuGroup g(sim, net, cfg);
+  Rig rig(pair_config([](hw::GroupConfig& c) { c.barrier_latency = 5 * us; }));
+  auto& [sim, net, g] = rig;
   auto& b = g.barrier();
   std::vector<double> go(2, -1);
   sim.at(1 * us, [&] { b.arrive(0, [&] { go[0] = sim.now(); }); });

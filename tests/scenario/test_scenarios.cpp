@@ -10,30 +10,16 @@
 #include <iterator>
 #include <set>
 
-#include "models/afd/timeline.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
-#include "tests/test_util.hpp"
+#include "tests/scenario/scenario_util.hpp"
 
 using namespace fusesim;
 using namespace fusesim::test;
 
-namespace {
-void expect_file_error(const std::string& text, const std::string& needle, int line) {
-  expect_error_at<hw::FileError>([](const std::string& p) { scenario::load(p); }, "bad.yaml", text, needle, line);
-}
-/// Load, run and judge the kernel durations of the scenario `text` (written to this test's `name`):
-/// the message of the hw::FileError raised on the way, or "" when it all runs.
-std::string run_file_error(const std::string& name, const std::string& text) {
-  return error_of<hw::FileError>([&] {
-    const auto sc = scenario::load(write_tmp(name, text));
-    (void)afd::kernel_durations(sc, scenario::run(sc, scenario::load_hardware(sc)));
-  });
-}
-}  // namespace
 
 
 
@@ -88,27 +74,27 @@ TEST(ScenarioLoader, AKeyGivenTwiceInACaseNamesTheCaseById) {
   // hw::load_yaml_map finds the repeated key; the scenario loader has it name a case by its id, as
   // every other error of a case with an id.
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
-  expect_file_error(head + "cases:\n  - id: a\n    params: {m: 1}\n  - id: c\n    params: {tokens: 1, tokens: 2}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    params: {m: 1}\n  - id: c\n    params: {tokens: 1, tokens: 2}\n",
                     "'cases[c].params.tokens': key given twice in the same mapping", 8);
   // the id given after the repeated key, and a repeat inside a measured list entry
-  expect_file_error(head + "cases:\n  - params: {m: 1, m: 2}\n    id: late\n", "'cases[late].params.m': key given twice", 5);
-  expect_file_error(head + "cases:\n  - id: b\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, value_us: 2, source: x}\n",
+  expect_load_error(head + "cases:\n  - params: {m: 1, m: 2}\n    id: late\n", "'cases[late].params.m': key given twice", 5);
+  expect_load_error(head + "cases:\n  - id: b\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, value_us: 2, source: x}\n",
                     "'cases[b].measured[0].value_us': key given twice", 8);
   // no usable id (none, empty, or the id itself repeated): the index, as before
-  expect_file_error(head + "cases:\n  - params: {m: 1, m: 2}\n", "'cases[0].params.m': key given twice", 5);
-  expect_file_error(head + "cases:\n  - {id: \"\", params: {m: 1, m: 2}}\n", "'cases[0].params.m': key given twice", 5);
-  expect_file_error(head + "cases:\n  - {id: x, id: y}\n", "'cases[0].id': key given twice", 5);
+  expect_load_error(head + "cases:\n  - params: {m: 1, m: 2}\n", "'cases[0].params.m': key given twice", 5);
+  expect_load_error(head + "cases:\n  - {id: \"\", params: {m: 1, m: 2}}\n", "'cases[0].params.m': key given twice", 5);
+  expect_load_error(head + "cases:\n  - {id: x, id: y}\n", "'cases[0].id': key given twice", 5);
   // outside the cases, the loader's own naming
-  expect_file_error(head + "defaults: {m: 1, m: 2}\ncases:\n  - id: a\n", "'defaults.m': key given twice", 4);
-  expect_file_error(head + "model: afd\ncases:\n  - id: a\n", "'model': key given twice", 4);
+  expect_load_error(head + "defaults: {m: 1, m: 2}\ncases:\n  - id: a\n", "'defaults.m': key given twice", 4);
+  expect_load_error(head + "model: afd\ncases:\n  - id: a\n", "'model': key given twice", 4);
 }
 
 TEST(ScenarioLoader, NonFiniteNumbersAndADirectoryAsHardwareAreRefused) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
-  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: rccl, m: 1024}\n    measured: {value_us: .inf, source: x}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    params: {mode: rccl, m: 1024}\n    measured: {value_us: .inf, source: x}\n",
                     "'cases[a].measured.value_us': expected a finite number, got '.inf'", 7);
-  expect_file_error(head + "tolerance_pct: .nan\ncases: []\n", "expected a finite number", 4);
-  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: " + kRoot + "/hw\ncases: []\n", "is a directory", 3);
+  expect_load_error(head + "tolerance_pct: .nan\ncases: []\n", "expected a finite number", 4);
+  expect_load_error("scenario: s\nmodel: gemm_ar\nhardware: " + kRoot + "/hw\ncases: []\n", "is a directory", 3);
 }
 
 TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
@@ -132,83 +118,83 @@ TEST(ScenarioLoader, ABigSweepExpandsEveryPointWithItsOwnValues) {
 
 TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
-  expect_file_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
-  expect_file_error(head + "colour: red\ncases: []\n", "colour", 4);
-  expect_file_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
-  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
-  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    parms: {m: 1}\n", "'cases[a].parms'", 6);
+  expect_load_error(head + "colour: red\ncases: []\n", "colour", 4);
+  expect_load_error("scenario: s\nmodel: gemm_ar\ncases: []\n", "hardware", 1);
+  expect_load_error("scenario: s\nmodel: gemm_ar\nhardware: hw/nope.yaml\ncases: []\n", "no hardware file", 3);
+  expect_load_error(head + "cases:\n  - id: a\n    params: {mode: fused-sdma,\n             mode: split-sdma}\n",
                     "'cases[a].params.mode': key given twice in the same mapping", 7);
-  expect_file_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
-  expect_file_error(head + "cases: []\n", "cases", 4);
-  expect_file_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "'cases[0].id': is empty", 5);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
+  expect_load_error(head + "tolerance_pct: -5\ncases: []\n", "tolerance_pct", 4);
+  expect_load_error(head + "cases: []\n", "cases", 4);
+  expect_load_error(head + "cases:\n  - id: \"\"\n    params: {mode: fused-sdma}\n", "'cases[0].id': is empty", 5);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: -3, source: x}\n", "value_us", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 3}\n", "source", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 3, source: \"\"}\n", "source", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "sweep.m", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 3}, value_us: 1, source: x}\n",
                     "'cases[a].measured[0].at': '{m: 3}' matches no sweep point (swept: m: [1, 2])", 8);
   // A mistyped swept value shows up as a point nothing matches: the message lists the swept values.
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, lots]}\n    measured:\n      - {at: {m: 2}, value_us: 1, source: x}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: [1, lots]}\n    measured:\n      - {at: {m: 2}, value_us: 1, source: x}\n",
                     "matches no sweep point (swept: m: [1, lots])", 8);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1e999, source: x}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1e999, source: x}\n",
                     "'cases[a].measured.value_us': '1e999' is out of the range of a double", 6);
   // Keys name the case by its id, or by its index (from 0) while it has no usable id.
-  expect_file_error(head + "cases:\n  - id: a\n  - params: {m: 1}\n", "'cases[1].id': missing", 6);
-  expect_file_error(head + "cases:\n  - id: [a]\n", "'cases[0].id': expected a name", 5);
-  expect_file_error(head + "cases:\n  - id: a\n  - 7\n", "'cases[1]': each case must be a mapping", 6);
-  expect_file_error(head + "cases:\n  - {parms: 1}\n", "'cases[0].parms': unknown key", 5);
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "'cases[a].sweep.m'", 6);
+  expect_load_error(head + "cases:\n  - id: a\n  - params: {m: 1}\n", "'cases[1].id': missing", 6);
+  expect_load_error(head + "cases:\n  - id: [a]\n", "'cases[0].id': expected a name", 5);
+  expect_load_error(head + "cases:\n  - id: a\n  - 7\n", "'cases[1]': each case must be a mapping", 6);
+  expect_load_error(head + "cases:\n  - {parms: 1}\n", "'cases[0].parms': unknown key", 5);
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: 4}\n", "'cases[a].sweep.m'", 6);
   // Unknown keys of a measured value (single, each entry of the list form, measured_phases) list the accepted ones.
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, zzz: 1}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, zzz: 1}\n",
                     "'cases[a].measured.zzz': unknown key (expected one of: kernels, known_miss, period_us, phases_us, source, value_us)", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, source: x}\n"
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured:\n      - {at: {m: 1}, value_us: 1, source: x}\n"
                            "      - {at: {m: 2}, value_us: 1, source: x, bogus: 1}\n",
                     "'cases[a].measured[1].bogus': unknown key (expected one of: at, kernels, known_miss, period_us, phases_us, source, value_us)", 9);
-  expect_file_error(head + "cases:\n  - id: a\n    measured_phases:\n      phases_us: {gemm: 1}\n      source: x\n      value_us: 3\n",
+  expect_load_error(head + "cases:\n  - id: a\n    measured_phases:\n      phases_us: {gemm: 1}\n      source: x\n      value_us: 3\n",
                     "'cases[a].measured_phases.value_us': unknown key (expected one of: phases_us, source)", 9);
-  expect_file_error(head + "cases:\n  - id: a\n    measured_phases: {source: x}\n", "'cases[a].measured_phases': needs phases_us", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: x, kernels: [{device: 0, kernel: k, start_us: 0, end_us: 1, dev: 2}]}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    measured_phases: {source: x}\n", "'cases[a].measured_phases': needs phases_us", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: x, kernels: [{device: 0, kernel: k, start_us: 0, end_us: 1, dev: 2}]}\n",
                     "'cases[a].measured.kernels.dev': unknown key", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, period_us: 2, source: x}\n", "not both", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be > 0", 6);
-  expect_file_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured: [7]\n", "'cases[a].measured[0]': expected a mapping", 7);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, period_us: 2, source: x}\n", "not both", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be > 0", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured: [7]\n", "'cases[a].measured[0]': expected a mapping", 7);
   // A measured list's `at:` names exactly one sweep point, by swept parameters only, once.
   const std::string swept = head + "cases:\n  - id: a\n    sweep: {m: [4096, 8192], n: [1, 2]}\n    measured:\n";
-  expect_file_error(swept + "      - {at: {k: 2048}, value_us: 100, source: x}\n",
+  expect_load_error(swept + "      - {at: {k: 2048}, value_us: 100, source: x}\n",
                     "'cases[a].measured[0].at.k': 'k' is not a swept parameter of this case (swept: m, n)", 8);
-  expect_file_error(swept + "      - {at: {m: 4096}, value_us: 100, source: x}\n",
+  expect_load_error(swept + "      - {at: {m: 4096}, value_us: 100, source: x}\n",
                     "'cases[a].measured[0].at': '{m: 4096}' matches 2 sweep points (a/m=4096/n=1, ...); give a value for each swept "
                     "parameter (m, n)", 8);
-  expect_file_error(swept + "      - {at: {m: 4096, n: 1}, value_us: 100, source: x}\n      - {at: {n: 1, m: 4096}, value_us: 90, source: y}\n",
+  expect_load_error(swept + "      - {at: {m: 4096, n: 1}, value_us: 100, source: x}\n      - {at: {n: 1, m: 4096}, value_us: 90, source: y}\n",
                     "'cases[a].measured[1].at': sweep point '{n: 1, m: 4096}' given twice (also on line 8)", 9);
-  expect_file_error(head + "cases:\n  - id: a\n    measured:\n      - {at: {m: 1}, value_us: 100, source: x}\n",
+  expect_load_error(head + "cases:\n  - id: a\n    measured:\n      - {at: {m: 1}, value_us: 100, source: x}\n",
                     "'cases[a].measured[0].at.m': this case has no sweep", 7);
   // known_miss is the reason the model misses the point: a flag or an empty text is refused.
   for (const std::string v : {"false", "true", "5", "\"\"", "", "[a]"})
-    expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, known_miss: " + v + "}\n",
+    expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 100, source: x, known_miss: " + v + "}\n",
                       "'cases[a].measured.known_miss': expected the reason the model misses this point (a non-empty text)", 6);
   // A top-level field of the wrong type names its key and the type expected (yaml-cpp said "bad conversion", no file).
   const std::string rest = "hardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n";
-  expect_file_error("scenario: [1,2]\n" + rest, "'scenario': expected a name (text), got a list '[1, 2]'", 1);
-  expect_file_error("scenario: s\ndescription: {a: 1}\n" + rest, "'description': expected a text, got a mapping", 2);
-  expect_file_error("scenario: s\nhardware: [a]\nmodel: gemm_ar\ncases:\n  - id: a\n", "'hardware': expected the path of a hardware file", 2);
-  expect_file_error("scenario: s\nmodel: [gemm_ar]\nhardware: x.yaml\ncases:\n  - id: a\n", "'model': expected a model name (text)", 2);
-  expect_file_error("scenario: s\nmodel: gemm_ar\nhardware:\ncases:\n  - id: a\n", "'hardware': is empty", 3);
-  expect_file_error("scenario:\n" + rest, "'scenario': is empty", 1);
-  expect_file_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: [a, b]}\n", "'cases[a].measured.source': expected the table", 6);
+  expect_load_error("scenario: [1,2]\n" + rest, "'scenario': expected a name (text), got a list '[1, 2]'", 1);
+  expect_load_error("scenario: s\ndescription: {a: 1}\n" + rest, "'description': expected a text, got a mapping", 2);
+  expect_load_error("scenario: s\nhardware: [a]\nmodel: gemm_ar\ncases:\n  - id: a\n", "'hardware': expected the path of a hardware file", 2);
+  expect_load_error("scenario: s\nmodel: [gemm_ar]\nhardware: x.yaml\ncases:\n  - id: a\n", "'model': expected a model name (text)", 2);
+  expect_load_error("scenario: s\nmodel: gemm_ar\nhardware:\ncases:\n  - id: a\n", "'hardware': is empty", 3);
+  expect_load_error("scenario:\n" + rest, "'scenario': is empty", 1);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: [a, b]}\n", "'cases[a].measured.source': expected the table", 6);
   // kernel_durations is the afd model's section: another model's file refuses it.
   const std::string afd_head = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\n";
-  expect_file_error(afd_head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n", "'kernel_durations.known_misses': expected a list", 4);
-  expect_file_error(afd_head + "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/x, reason: true}\ncases:\n  - id: a\n",
+  expect_load_error(afd_head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n", "'kernel_durations.known_misses': expected a list", 4);
+  expect_load_error(afd_head + "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/x, reason: true}\ncases:\n  - id: a\n",
                     "'kernel_durations.known_misses[0].reason': expected the reason", 6);
-  expect_file_error(head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n",
+  expect_load_error(head + "kernel_durations: {known_misses: 3}\ncases:\n  - id: a\n",
                     "'kernel_durations': only the afd model judges per-kernel durations (this scenario's model is 'gemm_ar')", 4);
   // Any other conversion error still names the file and line.
-  expect_file_error(head + "cases:\n  - id: a\n    params: {[m]: 1}\n", "bad.yaml:6: unexpected value", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    params: {[m]: 1}\n", "bad.yaml:6: unexpected value", 6);
   // A second YAML document is refused, not ignored.
-  expect_file_error(head + "cases:\n  - id: a\n---\nscenario: t\n", "a second YAML document starts here", 6);
+  expect_load_error(head + "cases:\n  - id: a\n---\nscenario: t\n", "a second YAML document starts here", 6);
   // yaml-cpp notices an unclosed flow map on the next line; the message also names the opening line.
-  expect_file_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
+  expect_load_error(head + "cases:\n  - id: a\n    params: {mode: \"gemm-only\", m: 4096\n  - id: b\n",
                     "the '{' opened on line 6 is not closed", 7);
 }
 
@@ -312,7 +298,7 @@ TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
 // A quoted number or flag is text in YAML and is refused where a number or a flag is expected
 // (yaml-cpp converted "256" and "yes"), naming the key; unquoted values still run.
 TEST(ScenarioLoader, QuotedNumbersAndFlagsAreRefused) {
-  auto run_error = [&](const std::string& text) { return run_file_error("quoted.yaml", text); };
+  auto run_error = [&](const std::string& text) { return scenario_error("quoted.yaml", text); };
   const std::string afd = "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n    params: ";
   EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: \"256\"}\n").find("'tokens' must be an integer (unquoted)"), std::string::npos);
   EXPECT_NE(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: 'true'}\n").find("'rotate_channels' must be true or false"),

@@ -30,15 +30,32 @@ TEST(Simulation, CallbacksRunInTimeThenSubmissionOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+namespace {
+/// A fresh simulation (it must start at time 0) running one callback `delay` seconds in: the time
+/// that callback sees.
+double one_event_after(double delay) {
+  Simulation sim;
+  EXPECT_NEAR(sim.now(), 0.0, 1e-15);
+  double seen = -1;
+  sim.after(delay, [&] { seen = sim.now(); });
+  sim.run();
+  return seen;
+}
+
+/// Run `sim` to its end, sampling the rates (bytes/s) of `flows` at time `t`: the sampled rates, in
+/// the order of `flows`.
+std::vector<double> rates_at(Simulation& sim, FlowNetwork& net, double t, const std::vector<FlowId>& flows) {
+  std::vector<double> r(flows.size(), 0.0);
+  sim.at(t, [&] {
+    for (size_t i = 0; i < flows.size(); ++i) r[i] = net.rate(flows[i]);
+  });
+  sim.run();
+  return r;
+}
+}  // namespace
+
 TEST(Simulation, ManyRunsBackToBackStartAtZero) {
-  for (int i = 0; i < 5; ++i) {
-    Simulation sim;
-    EXPECT_NEAR(sim.now(), 0.0, 1e-15);
-    double seen = -1;
-    sim.after(3e-6, [&] { seen = sim.now(); });
-    sim.run();
-    EXPECT_NEAR(seen, 3e-6, 1e-12);
-  }
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(one_event_after(3e-6), 3e-6, 1e-12);
 }
 
 // A callback that throws ends its run with that exception, and the next simulation runs normally
@@ -57,11 +74,7 @@ TEST(Simulation, ACallbackExceptionIsRethrownAndTheNextRunWorks) {
     }
     EXPECT_FALSE(later_ran);
   }
-  Simulation sim;
-  double seen = -1;
-  sim.after(5e-6, [&] { seen = sim.now(); });
-  sim.run();
-  EXPECT_NEAR(seen, 5e-6, 1e-12);
+  EXPECT_NEAR(one_event_after(5e-6), 5e-6, 1e-12);
 }
 
 TEST(FlowNetwork, SingleFlowTakesBytesOverCapacity) {
@@ -84,13 +97,10 @@ TEST(FlowNetwork, ThreeFlowsOverTwoLinks) {
   FlowId f1 = net.start({.name = "f1", .bytes = 1e9, .path = {{a}}});
   FlowId f2 = net.start({.name = "f2", .bytes = 1e9, .path = {{a}, {b}}});
   FlowId f3 = net.start({.name = "f3", .bytes = 3e9, .path = {{b}}});
-  double r1 = 0, r2 = 0, r3 = 0;
-  sim.at(1e-3, [&] { r1 = net.rate(f1); r2 = net.rate(f2); r3 = net.rate(f3); });
-  std::vector<double> done(3, -1);
-  sim.run();
-  EXPECT_NEAR(r1, 5 * GB, 1);
-  EXPECT_NEAR(r2, 5 * GB, 1);
-  EXPECT_NEAR(r3, 15 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-3, {f1, f2, f3});
+  EXPECT_NEAR(r[0], 5 * GB, 1);
+  EXPECT_NEAR(r[1], 5 * GB, 1);
+  EXPECT_NEAR(r[2], 15 * GB, 1);
 }
 
 TEST(FlowNetwork, CompletionTimesWithReSolve) {
@@ -117,11 +127,9 @@ TEST(FlowNetwork, CappedFlowReleasesBandwidthToOthers) {
   FlowId f1 = net.start({.name = "f1", .bytes = 2e9, .path = {{l}}, .rate_cap_Bps = 2 * GB});
   double t2 = -1;
   FlowId f2 = net.start({.name = "f2", .bytes = 8e9, .path = {{l}}, .on_done = [&] { t2 = sim.now(); }});
-  double r1 = 0, r2 = 0;
-  sim.at(1e-3, [&] { r1 = net.rate(f1); r2 = net.rate(f2); });
-  sim.run();
-  EXPECT_NEAR(r1, 2 * GB, 1);
-  EXPECT_NEAR(r2, 8 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-3, {f1, f2});
+  EXPECT_NEAR(r[0], 2 * GB, 1);
+  EXPECT_NEAR(r[1], 8 * GB, 1);
   EXPECT_NEAR(t2, 1.0, 1e-9);  // 8e9 / 8e9
 }
 
@@ -158,11 +166,9 @@ TEST(FlowNetwork, ShareWeightsSplitSaturatedResource) {
   auto l = net.add_resource("L", 8 * GB);
   FlowId a = net.start({.name = "a", .bytes = 1e9, .path = {{l}}, .share = 3});
   FlowId b = net.start({.name = "b", .bytes = 1e9, .path = {{l}}, .share = 1});
-  double ra = 0, rb = 0;
-  sim.at(1e-6, [&] { ra = net.rate(a); rb = net.rate(b); });
-  sim.run();
-  EXPECT_NEAR(ra, 6 * GB, 1);
-  EXPECT_NEAR(rb, 2 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-6, {a, b});
+  EXPECT_NEAR(r[0], 6 * GB, 1);
+  EXPECT_NEAR(r[1], 2 * GB, 1);
 }
 
 TEST(FlowNetwork, ByteConservation) {
@@ -286,12 +292,10 @@ TEST(FlowNetwork, ShareWeightsPathWeightsAndRateCapsTogether) {
   const FlowId fb = net.start({.name = "fb", .bytes = 3e9, .path = {{h, 1.0}, {l, 1.0}}, .rate_cap_Bps = 3 * GB, .share = 2.0,
                                .on_done = [&] { done[1] = sim.now(); }});
   const FlowId fc = net.start({.name = "fc", .bytes = 20e9, .path = {{l, 1.0}}, .on_done = [&] { done[2] = sim.now(); }});
-  double ra = 0, rb = 0, rc = 0;
-  sim.at(0.5, [&] { ra = net.rate(fa); rb = net.rate(fb); rc = net.rate(fc); });
-  sim.run();
-  EXPECT_NEAR(ra, 4.5 * GB, 1);
-  EXPECT_NEAR(rb, 3.0 * GB, 1);
-  EXPECT_NEAR(rc, 5.0 * GB, 1);
+  const auto r = rates_at(sim, net, 0.5, {fa, fb, fc});
+  EXPECT_NEAR(r[0], 4.5 * GB, 1);
+  EXPECT_NEAR(r[1], 3.0 * GB, 1);
+  EXPECT_NEAR(r[2], 5.0 * GB, 1);
   EXPECT_NEAR(done[1], 1.0, 1e-9);
   EXPECT_NEAR(done[0], 1.75, 1e-9);
   EXPECT_NEAR(done[2], 2.875, 1e-9);

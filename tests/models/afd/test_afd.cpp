@@ -19,7 +19,7 @@
 #include "models/afd/hardware.hpp"
 #include "models/afd/spec.hpp"
 #include "models/afd/timeline.hpp"
-#include "tests/test_util.hpp"
+#include "tests/scenario/scenario_util.hpp"
 
 using namespace fusesim;
 using namespace fusesim::test;
@@ -139,11 +139,7 @@ TEST(AfdModel, ExchangeTimeNeverFallsWithOneMoreToken) {
 TEST(AfdModel, Fp8PayloadHalvesTheDispatchNotTheCombine) {
   // fp8 dispatch: 1 B per element + an fp32 scale per 128; the combine stays bf16. So fp8 at hidden h
   // is no longer the bf16 case at h/2, and the FFN-only combine is the same for bf16 and fp8.
-  AfdCase b;
-  b.attention_ranks = 2;
-  b.ffn_ranks = 2;
-  b.tokens = 2048;
-  b.hidden = 7168;
+  const AfdCase b{.attention_ranks = 2, .ffn_ranks = 2, .tokens = 2048, .hidden = 7168};
   AfdCase f8 = b, half = b;
   f8.dtype_bytes = 1;
   half.hidden = 3584;
@@ -213,18 +209,13 @@ TEST(AfdModel, HybridNeedsOneFfnGpuPerRail) {
 TEST(AfdModel, NvlinkPerDirectionCapsTheDomain) {
   const hw::Hardware slow =
       edited_hw("h200-4gpu-nvlink.yaml", "per_direction: {value: \"450GBps\"", "per_direction: {value: \"45GBps\"");
-  AfdCase c;
-  c.attention_ranks = 2;
-  c.ffn_ranks = 2;
-  c.tokens = 512;
+  const AfdCase c{.attention_ranks = 2, .ffn_ranks = 2, .tokens = 512};
   EXPECT_GT(simulate_afd(slow, c, nullptr).exchange_us, 2.0 * simulate_afd(h200(), c, nullptr).exchange_us);
 }
 
 TEST(AfdModel, ExpertsAreBoundedAndSharedNicsAreReported) {
-  AfdCase c;
-  c.attention_ranks = 2;
-  c.ffn_ranks = 2;
-  c.experts = 1000000000;  // routing shuffles E ids per token: refused instead of running out of memory
+  // routing shuffles E ids per token: refused instead of running out of memory
+  const AfdCase c{.attention_ranks = 2, .ffn_ranks = 2, .experts = 1000000000};
   const std::string e = simulate_error(h200(), c);
   EXPECT_NE(e.find("'experts' must be in 1..65536"), std::string::npos) << e;
   EXPECT_EQ(simulate_afd(h100(), cross(4, 1, 24), nullptr).extra.at("gpus_per_nic"), 1.0);
@@ -232,11 +223,7 @@ TEST(AfdModel, ExpertsAreBoundedAndSharedNicsAreReported) {
 
 TEST(AfdModel, Fp8PayloadNeedsWholeScaleGroups) {
   // One fp32 scale per 128 elements: hidden 100 would carry part of a group.
-  AfdCase c;
-  c.attention_ranks = 2;
-  c.ffn_ranks = 2;
-  c.dtype_bytes = 1;
-  c.hidden = 100;
+  AfdCase c{.attention_ranks = 2, .ffn_ranks = 2, .hidden = 100, .dtype_bytes = 1};
   const std::string e = simulate_error(h200(), c);
   EXPECT_NE(e.find("'hidden' must be a multiple of 128 with the fp8 payload"), std::string::npos) << e;
   c.hidden = 7168;
@@ -721,38 +708,29 @@ TEST(AfdCaseParams, ResultCarriesTheEffectiveParams) {
 }
 
 TEST(AfdCaseParams, RangeErrorsPointAtTheKeysLine) {
-  // The loader maps the message's first quoted key to its line (here line 8, not the case's line 5).
+  // The refusal carries its key ('tokens'), which the loader maps to that key's line (here line 8,
+  // not the case's line 5).
   const std::string file = scratch_scenario(
       "afd_lines.yaml", "scenario: t\nhardware: hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n"
                         "    params:\n      attention_ranks: 2\n      tokens: 2000000\n      ffn_ranks: 2\n");
-  const auto sc = scenario::load(file);
-  try {
-    (void)scenario::run(sc, scenario::load_hardware(sc));
-    FAIL() << "expected an error";
-  } catch (const hw::FileError& e) {
-    EXPECT_TRUE(has(e.what(), "afd_lines.yaml:8:")) << e.what();
-    EXPECT_TRUE(has(e.what(), "params.tokens")) << e.what();
-  }
+  const std::string w = scenario_file_error(file);
+  ASSERT_FALSE(w.empty()) << "expected an error";
+  EXPECT_TRUE(has(w, "afd_lines.yaml:8:")) << w;
+  EXPECT_TRUE(has(w, "params.tokens")) << w;
 }
 
 TEST(AfdCaseParams, HardwareWithoutTheAfdParametersIsNamedBeforeAnySimulation) {
   // A GEMM+AR hardware file has none of the AFD transport's parameters: every missing one is
   // counted and the first ones named, instead of failing on the first read mid-simulation.
   const hw::Hardware mi = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
-  AfdCase c;
-  c.attention_ranks = 2;
-  c.ffn_ranks = 2;
-  c.tokens = 8;
+  const AfdCase c{.attention_ranks = 2, .ffn_ranks = 2, .tokens = 8};
   const std::string e = simulate_error(mi, c);
   EXPECT_TRUE(has(e, "hardware 'mi355x-8gpu' lacks 34 parameter(s) the afd model reads")) << e;
   EXPECT_TRUE(has(e, "nvlink.latency")) << e;
 }
 
 TEST(AfdModel, AfdSharedRunsAsAfdAndSaysSo) {
-  AfdCase a;
-  a.attention_ranks = 2;
-  a.ffn_ranks = 2;
-  a.tokens = 128;
+  const AfdCase a{.attention_ranks = 2, .ffn_ranks = 2, .tokens = 128};
   AfdCase s = a;
   s.path = "afd_shared";
   const AfdResult ra = simulate_afd(h200(), a, nullptr), rs = simulate_afd(h200(), s, nullptr);

@@ -30,14 +30,8 @@ using namespace fusesim;
 
 TEST(AfdMinimal, OneTokenThroughDispatchEpilogueCombineAndReduce) {
   const hw::Hardware hw = models::load_hardware(test::kRoot + "/tests/models/afd/minimal-hw.yaml");
-  afd::AfdCase c;
-  c.attention_ranks = 1;
-  c.ffn_ranks = 1;
-  c.tokens = 1;
-  c.transport_sms = 1;
-  c.hidden = 128;
-  c.topk = 1;
-  c.experts = 1;
+  const afd::AfdCase c{.attention_ranks = 1, .ffn_ranks = 1, .tokens = 1, .transport_sms = 1,
+                       .hidden = 128, .topk = 1, .experts = 1};
   const afd::AfdResult r = afd::simulate_afd(hw, c, nullptr);
   EXPECT_NEAR(r.span_us, 13.85536, 1e-9);
   EXPECT_NEAR(r.period_us, 15.85536, 1e-9);

@@ -8,23 +8,16 @@
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
-#include "tests/test_util.hpp"
+#include "tests/scenario/scenario_util.hpp"
 
 using namespace fusesim;
 using namespace fusesim::test;
 
 namespace {
-/// The scenario `text` must fail to load with `needle` at `line`.
-void expect_file_error(const std::string& text, const std::string& needle, int line) {
-  expect_error_at<hw::FileError>([](const std::string& p) { scenario::load(p); }, "bad.yaml", text, needle, line);
-}
-/// Load, run and judge the kernel durations of the scenario `text` (written to this test's `name`):
-/// the message of the hw::FileError raised on the way, or "" when it all runs.
-std::string run_file_error(const std::string& name, const std::string& text) {
-  return error_of<hw::FileError>([&] {
-    const auto sc = scenario::load(write_tmp(name, text));
-    (void)afd::kernel_durations(sc, scenario::run(sc, scenario::load_hardware(sc)));
-  });
+/// The message of the hw::FileError raised loading, running or judging the kernel durations of the
+/// scenario `text` (written to this test's `name`), "" when it all runs.
+std::string judge_error(const std::string& name, const std::string& text) {
+  return scenario_error(name, text, [](const auto& sc, const auto& res) { (void)afd::kernel_durations(sc, res); });
 }
 }  // namespace
 
@@ -36,15 +29,10 @@ TEST(ScenarioAfd, ANicPlacementTheModelCannotTakeIsRefusedAtTheHardwareLine) {
   const std::string hwp = write_tmp("pods-16nic.yaml", hwt);
   const std::string p = write_tmp("nics.yaml", "scenario: s\nmodel: afd\nhardware: " + hwp +
                                                    "\ncases:\n  - id: a\n    params: {attention_ranks: 4, ffn_ranks: 4, tokens: 1}\n");
-  const auto sc = scenario::load(p);
-  try {
-    (void)scenario::run(sc, scenario::load_hardware(sc));
-    ADD_FAILURE() << "ran on a NIC placement the model cannot take";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find(":3: 'hardware'"), std::string::npos) << w;
-    EXPECT_NE(w.find("must be a whole number of GPUs per NIC"), std::string::npos) << w;
-  }
+  const std::string w = scenario_file_error(p);
+  EXPECT_FALSE(w.empty()) << "ran on a NIC placement the model cannot take";
+  EXPECT_NE(w.find(":3: 'hardware'"), std::string::npos) << w;
+  EXPECT_NE(w.find("must be a whole number of GPUs per NIC"), std::string::npos) << w;
 }
 
 TEST(ScenarioAfd, AWhatIfCaseReportsItsEffectAgainstTheSameExchangeWithout) {
@@ -76,25 +64,25 @@ TEST(ScenarioAfd, MeasuredKernelEntriesAndKnownMissesAreChecked) {
     return head + before + kcase + "    measured:\n      period_us: 30\n      source: x\n      kernels:\n" + kernels;
   };
   // Lines: 1-3 head, 4-6 case, 7 measured, 8 period, 9 source, 10 kernels, 11.. entries.
-  expect_file_error(with_kernels("        - {device: 1.5, kernel: combine_impl, start_us: 1, end_us: 2}\n"),
+  expect_load_error(with_kernels("        - {device: 1.5, kernel: combine_impl, start_us: 1, end_us: 2}\n"),
                     "expected a device index", 11);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 3, end_us: 2}\n"),
+  expect_load_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 3, end_us: 2}\n"),
                     "a kernel must end after it starts", 11);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n"
+  expect_load_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n"
                                  "        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 3}\n"),
                     "listed twice (first at line 11)", 12);
   const std::string kd = "kernel_durations:\n  known_misses:\n    - {case: b, kernel: dev0/combine_impl, reason: r}\n";
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd), "no case 'b'", 6);
+  expect_load_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd), "no case 'b'", 6);
   const std::string kd2 = "kernel_durations:\n  known_misses:\n    - {case: a, kernel: dev0/combine_imp, reason: r}\n";
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd2),
+  expect_load_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n", kd2),
                     "has no measured kernel 'dev0/combine_imp'", 6);
-  expect_file_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n",
+  expect_load_error(with_kernels("        - {device: 0, kernel: combine_impl, start_us: 1, end_us: 2}\n",
                                  "kernel_durations: {tolerance_pct: -3}\n"),
                     "'kernel_durations.tolerance_pct': must be > 0", 4);
   // A kernel the model does not run on that device: named when the case is compared.
   for (const std::string bad : {"{device: 7, kernel: combine_impl, start_us: 1, end_us: 2}",
                                 "{device: 0, kernel: dispatch_implx, start_us: 1, end_us: 2}"}) {
-    const std::string w = run_file_error("kern.yaml", with_kernels("        - " + bad + "\n"));
+    const std::string w = judge_error("kern.yaml", with_kernels("        - " + bad + "\n"));
     EXPECT_NE(w.find(":11:"), std::string::npos) << bad << ": " << (w.empty() ? "compared" : w);
     EXPECT_NE(w.find("the model runs no"), std::string::npos) << w;
     EXPECT_NE(w.find("dev0/combine_impl"), std::string::npos) << w;  // what it does run
