@@ -1,7 +1,7 @@
 // e4m3 wire numerics: rounding, saturation and the seed's granularity table.
 #include <gtest/gtest.h>
 
-#include "models/gemm_ar/numerics.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
 
 using namespace fusesim::models;
 
