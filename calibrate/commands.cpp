@@ -18,13 +18,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "calibrate/commands.hpp"
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
 #include "calibrate/mori_runner.hpp"
 #include "calibrate/plot.hpp"
 #include "hw/io.hpp"
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
 
 namespace fusesim {
 namespace {
@@ -184,7 +185,7 @@ std::vector<MeasurementFile> measurement_files(const std::vector<std::string>& p
   for (const auto& p : paths) {
     const std::string ext = std::filesystem::path(p).extension().string();
     if (ext == ".yaml" || ext == ".yml") {
-      const auto sc = models::Scenario::load(p);
+      const auto sc = scenario::load(p);
       out.push_back({p, sc.name, sc.model, sc.hardware_path});
     } else {
       out.push_back({p, p, "", ""});

@@ -13,7 +13,8 @@
 #include <fmt/format.h>
 
 #include "calibrate/measurements.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
 
 namespace fusesim::calibrate {
 namespace {
@@ -101,7 +102,7 @@ std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& path
                                             double small_t_kernel_weight) {
   std::vector<FitPoint> out;
   for (const auto& path : paths) {
-    const auto sc = models::Scenario::load(path);
+    const auto sc = scenario::load(path);
     refuse_layer_fits(sc);
     for (const auto& c : sc.cases) {
       if (!c.measured) continue;
@@ -110,11 +111,15 @@ std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& path
         out.push_back({id, sc.model, table, c.params, "", *c.measured->value_us, 1.0, c.measured->source,
                        c.measured->metric == "period_us" ? "period_us" : "", path, c.line, PointKind::Total});
       // An AFD timeline's kernels: at T >= 128 (judged by check), and below when asked for.
-      for (const auto& k : models::judged_kernels(c))
+      const models::ModelSpec* spec = models::find_spec(sc.model);
+      auto kernels = [&](bool unjudged) {
+        return spec && spec->fitted_kernels ? spec->fitted_kernels(c, unjudged) : std::vector<models::Measured::KernelSpan>{};
+      };
+      for (const auto& k : kernels(false))
         out.push_back({id + "#" + k.name(), sc.model, table, c.params, k.name(), k.duration_us, phase_weight, c.measured->source,
                        "", path, k.line, PointKind::KernelDuration});
       if (small_t_kernel_weight > 0)
-        for (const auto& k : models::kernels_at_tokens(c, 0, models::kKernelDurationMinTokens - 1))
+        for (const auto& k : kernels(true))
           out.push_back({id + "#" + k.name(), sc.model, table, c.params, k.name(), k.duration_us, std::sqrt(small_t_kernel_weight),
                          c.measured->source, "", path, k.line, PointKind::SmallTKernelDuration});
       for (const auto& [ph, v] : c.measured->phases_us)
@@ -128,9 +133,9 @@ std::vector<FitPoint> points_from_scenarios(const std::vector<std::string>& path
 PointKind kind_of(const FitPoint& p) {
   if (p.phase.empty()) return PointKind::Total;
   if (!is_kernel_duration(p.phase)) return PointKind::Phase;
-  const YAML::Node t = p.params["tokens"];
-  return t && t.IsScalar() && t.as<int>() < models::kKernelDurationMinTokens ? PointKind::SmallTKernelDuration
-                                                                          : PointKind::KernelDuration;
+  const models::ModelSpec* spec = models::find_spec(p.model);
+  return spec && spec->kernels_unjudged && spec->kernels_unjudged(p.params) ? PointKind::SmallTKernelDuration
+                                                                            : PointKind::KernelDuration;
 }
 
 const char* point_kind_name(PointKind k) {
@@ -266,10 +271,10 @@ std::vector<double> predict(const hw::Hardware& hw, const std::vector<FitPoint>&
     const auto key = std::make_pair(pt.model, std::string(e.c_str()));
     auto it = cache.find(key);
     if (it == cache.end()) {
-      auto runner = models::case_runners().find(pt.model);
-      if (runner == models::case_runners().end()) throw std::invalid_argument("unknown model '" + pt.model + "'");
+      const models::ModelSpec* spec = models::find_spec(pt.model);
+      if (!spec) throw std::invalid_argument("unknown model '" + pt.model + "'");
       try {
-        it = cache.emplace(key, runner->second(hw, pt.params, nullptr)).first;
+        it = cache.emplace(key, spec->run(hw, pt.params, nullptr)).first;
       } catch (const std::exception& e) {
         // Name the measurement, so a file that mixes hardware (seed 004: NVLink and InfiniBand) says which.
         throw std::invalid_argument(fmt::format("{}point {} ({}) on {}: {}",

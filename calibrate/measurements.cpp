@@ -12,7 +12,10 @@
 #include <fmt/format.h>
 
 #include "hw/hardware.hpp"
-#include "models/scenario.hpp"
+#include "models/afd/timeline.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
 
 namespace fusesim::calibrate {
 namespace fs = std::filesystem;
@@ -82,9 +85,13 @@ double number_field(const json& obj, const std::string& key, const std::string& 
   return v.get<double>();
 }
 
-const std::vector<std::string> kIntParams{"world_size", "m", "n", "k", "chunks", "gather_bands", "sdma_queues", "pull_blocks"};
-const std::vector<std::string> kStrParams{"mode", "quant", "gather_dtype", "gather_transport", "publish"};
-const std::vector<std::string> kBoolParams{"fuse_quantize", "fuse_reduce_push"};
+/// The benchmark's knobs, as the gemm_ar model declares them (models::gemm_ar_case_schema), by kind.
+std::vector<std::string> gemm_ar_knobs(models::CaseParam::Kind a, models::CaseParam::Kind b = models::CaseParam::Kind::Node) {
+  std::vector<std::string> out;
+  for (const auto& p : models::gemm_ar_case_schema().params())
+    if (p.kind == a || p.kind == b) out.push_back(p.key);
+  return out;
+}
 
 /// "1 2 3" line and position helpers for JSON documents.
 int line_at(const std::string& text, size_t pos) {
@@ -143,17 +150,18 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   r.file = file;
   r.line = line;
   r.params = YAML::Node(YAML::NodeType::Map);
-  for (const auto& k : kIntParams) {
+  using Kind = models::CaseParam::Kind;
+  for (const auto& k : gemm_ar_knobs(Kind::Integer, Kind::Integer64)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
     if (!is_int_like(obj[k])) throw FileError(file, line, k, fmt::format("expected an integer, got {}", obj[k].dump()));
     r.params[k] = static_cast<int64_t>(obj[k].get<double>());
   }
-  for (const auto& k : kStrParams) {
+  for (const auto& k : gemm_ar_knobs(Kind::Name)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
     if (!obj[k].is_string()) throw FileError(file, line, k, fmt::format("expected a string, got {}", obj[k].dump()));
     r.params[k] = obj[k].get<std::string>();
   }
-  for (const auto& k : kBoolParams) {
+  for (const auto& k : gemm_ar_knobs(Kind::Flag)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
     if (!obj[k].is_boolean()) throw FileError(file, line, k, fmt::format("expected true or false, got {}", obj[k].dump()));
     r.params[k] = obj[k].get<bool>();
@@ -173,9 +181,11 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
     r.extra["gather_transport_printed"] = r.params["gather_transport"].as<std::string>();
     r.params["gather_transport"] = "sdma";
   }
-  static const std::set<std::string> consumed{"world_size", "m", "n", "k", "chunks", "gather_bands", "sdma_queues", "pull_blocks",
-                                              "mode", "quant", "gather_dtype", "gather_transport", "publish", "fuse_quantize",
-                                              "fuse_reduce_push", "max_rank_time_us", "table", "id", "source"};
+  static const std::set<std::string> consumed = [] {
+    std::set<std::string> c{"max_rank_time_us", "table", "id", "source"};
+    for (const auto& p : models::gemm_ar_case_schema().params()) c.insert(p.key);
+    return c;
+  }();
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (consumed.count(it.key())) continue;
     // Other fields are kept as metadata (the benchmark prints many); one that is a near-miss of a
@@ -451,7 +461,7 @@ struct AfdDoc {
           r.quantity = "kernel_dur_us";
           r.id = keys.back();
           r.phase = fmt::format("dev{}/{}", m[1].str(), m[2].str());
-          if (ctx["tokens"] && ctx["tokens"].as<int>() >= models::kKernelDurationMinTokens) r.model = "afd";
+          if (ctx["tokens"] && ctx["tokens"].as<int>() >= afd::kKernelDurationMinTokens) r.model = "afd";
           r.weight = phase_weight;
           r.value = std::stod(m[5]);
           r.extra["device"] = std::stoi(m[1]);
@@ -627,17 +637,12 @@ ParseResult parse_afd_document(const std::string& text, const std::string& file,
 // Scenario files and dispatch
 
 void refuse_layer_fits(const models::Scenario& sc) {
-  // The count would absorb any change of the per-layer prediction.
-  if (!sc.layer_fits.empty())
-    throw hw::FileError(sc.path, sc.layer_fits.front().line, "layer_fits",
-                        "this scenario fits its own layer counts on its measured rows, so its rows cannot fit hardware "
-                        "values (the count would absorb them); fit on the layer scenarios (e.g. "
-                        "scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml) instead");
+  if (const models::ModelSpec* spec = models::find_spec(sc.model); spec && spec->check_fit_input) spec->check_fit_input(sc);
 }
 
 ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
   ParseResult out;
-  const auto sc = models::Scenario::load(path);
+  const auto sc = scenario::load(path);
   refuse_layer_fits(sc);
   for (const auto& c : sc.cases) {
     if (!c.measured) continue;
@@ -658,7 +663,8 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
       out.records.push_back(std::move(r));
     }
     // AFD timelines: each kernel's duration at T >= 128 (what `fusesim check` judges), as a phase.
-    for (const auto& k : models::judged_kernels(c)) {
+    const models::ModelSpec* spec = models::find_spec(sc.model);
+    for (const auto& k : spec && spec->fitted_kernels ? spec->fitted_kernels(c, false) : std::vector<models::Measured::KernelSpan>{}) {
       Record r = base;
       r.quantity = "kernel_dur_us";
       r.phase = k.name();
@@ -721,7 +727,7 @@ std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const st
   for (const auto& r : records) {
     if (r.rejected || r.model.empty() || !(r.value > 0)) continue;
     if (!models.empty() && std::find(models.begin(), models.end(), r.model) == models.end()) continue;
-    if (!models::case_runners().count(r.model)) continue;
+    if (!models::find_spec(r.model)) continue;
     std::string id = r.id + (r.phase.empty() ? "" : "#" + r.phase);
     if (!ids.insert(id).second) {
       id = fmt::format("{}@{}:{}", id, base_of(r.file), r.line);

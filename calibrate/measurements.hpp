@@ -15,7 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "calibrate/fit.hpp"
-#include "models/scenario.hpp"
+#include "models/model.hpp"
 
 namespace fusesim::calibrate {
 
@@ -137,8 +137,8 @@ Record record_from_probe(const nlohmann::json& obj, const std::string& file, int
 /// order; phase records get weight `phase_weight`. Errors: hw::FileError from the scenario loader.
 ParseResult parse_scenario_file(const std::string& path, double phase_weight);
 
-/// Refuse a scenario with layer_fits (TTFT rows whose layer counts are fitted on their own measured
-/// values) as hardware-fit input. Errors: hw::FileError naming the file and the first fit's line.
+/// Refuse a scenario its model refuses as hardware-fit input (ModelSpec::check_fit_input: e.g. TTFT rows
+/// whose layer counts are fitted on their own measured values). Errors: hw::FileError naming the file and line.
 void refuse_layer_fits(const models::Scenario& sc);
 
 /**

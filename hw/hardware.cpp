@@ -175,10 +175,9 @@ std::string format_quantity(Quantity q, double si) {
 }
 
 namespace {
-int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
 
 std::string scalar(const YAML::Node& n, const std::string& file, const std::string& key) {
-  if (!n || !n.IsScalar()) throw FileError(file, line_of(n), key, "expected a scalar value");
+  if (!n || !n.IsScalar()) throw FileError(file, yaml_line(n), key, "expected a scalar value");
   return n.as<std::string>();
 }
 }  // namespace
@@ -192,7 +191,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
   reject_extra_documents(path, "hardware file");
   for (const char* k : {"scenario", "cases"})  // the keys a scenario file must have (models::Scenario::load)
     if (root[k])
-      throw FileError(path, line_of(root[k]), "",
+      throw FileError(path, yaml_line(root[k]), "",
                       fmt::format("this is a scenario file (it has a top-level '{}:'), not a hardware file (e.g. hw/mi355x-8gpu.yaml)", k));
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string top = it->first.as<std::string>();
@@ -201,20 +200,20 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
     if (top == "description") { hw.description_ = scalar(node, path, top); continue; }
     if (top == "calibration") {
       if (!node.IsMap() || !node["residual_rms_pct"])
-        throw FileError(path, line_of(node), top, "expected {residual_rms_pct: X, points: N, fitted_on: DATE, commit: SHA, measurements: [...]}");
+        throw FileError(path, yaml_line(node), top, "expected {residual_rms_pct: X, points: N, fitted_on: DATE, commit: SHA, measurements: [...]}");
       Calibration c;
       try {
         c.residual_rms_pct = node["residual_rms_pct"].as<double>();
         if (node["points"]) c.points = node["points"].as<int>();
       } catch (const YAML::Exception&) {
-        throw FileError(path, line_of(node), top, "residual_rms_pct must be a number and points an integer");
+        throw FileError(path, yaml_line(node), top, "residual_rms_pct must be a number and points an integer");
       }
       // The residuals set every prediction's 95% band: a negative or non-finite RMS would drop it silently.
       if (!std::isfinite(c.residual_rms_pct) || c.residual_rms_pct < 0)
-        throw FileError(path, line_of(node["residual_rms_pct"]), "calibration.residual_rms_pct",
+        throw FileError(path, yaml_line(node["residual_rms_pct"]), "calibration.residual_rms_pct",
                         fmt::format("must be a finite number >= 0 (percent), got {}", node["residual_rms_pct"].Scalar()));
       if (c.points < 0)
-        throw FileError(path, line_of(node["points"]), "calibration.points", fmt::format("must be >= 0, got {}", c.points));
+        throw FileError(path, yaml_line(node["points"]), "calibration.points", fmt::format("must be >= 0, got {}", c.points));
       if (node["fitted_on"]) c.fitted_on = node["fitted_on"].as<std::string>();
       if (node["commit"]) c.commit = node["commit"].as<std::string>();
       if (node["measurements"] && node["measurements"].IsSequence())
@@ -223,24 +222,24 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       continue;
     }
     if (top == "tables") {
-      if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected {name: {file, kind, source}, ...}");
+      if (!node.IsMap()) throw FileError(path, yaml_line(node), top, "expected {name: {file, kind, source}, ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
         const std::string tn = t->first.as<std::string>();
         const YAML::Node tv = t->second;
         const std::string key = "tables." + tn;
         if (!tv.IsMap() || !tv["file"] || !tv["kind"] || !tv["source"])
-          throw FileError(path, line_of(tv), key, "expected {file: PATH, kind: measured, source: TEXT}");
+          throw FileError(path, yaml_line(tv), key, "expected {file: PATH, kind: measured, source: TEXT}");
         Table tab;
         tab.name = tn;
-        tab.line = line_of(tv);
+        tab.line = yaml_line(tv);
         tab.source = scalar(tv["source"], path, key + ".source");
         auto kind = parse_provenance(scalar(tv["kind"], path, key + ".kind"));
-        if (!kind) throw FileError(path, line_of(tv["kind"]), key, "kind must be spec, measured, library, derived or fitted");
+        if (!kind) throw FileError(path, yaml_line(tv["kind"]), key, "kind must be spec, measured, library, derived or fitted");
         tab.kind = *kind;
         namespace fs = std::filesystem;
         tab.file = (fs::path(path).parent_path() / scalar(tv["file"], path, key + ".file")).lexically_normal().string();
         std::ifstream tf(tab.file);
-        if (!tf) throw FileError(path, line_of(tv["file"]), key, "cannot open table file '" + tab.file + "'");
+        if (!tf) throw FileError(path, yaml_line(tv["file"]), key, "cannot open table file '" + tab.file + "'");
         std::string ln;
         int no = 0;
         while (std::getline(tf, ln)) {
@@ -257,7 +256,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       continue;
     }
     if (top == "topology") {
-      if (!node.IsMap()) throw FileError(path, line_of(node), top, "expected a mapping {gpus: N, kind: ...}");
+      if (!node.IsMap()) throw FileError(path, yaml_line(node), top, "expected a mapping {gpus: N, kind: ...}");
       for (auto t = node.begin(); t != node.end(); ++t) {
         const std::string k = t->first.as<std::string>();
         if (k == "kind") {
@@ -266,46 +265,46 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
           static const std::vector<std::string> kinds{"full_mesh", "pair", "pods"};
           hw.topology_kind_ = scalar(t->second, path, "topology.kind");
           if (std::find(kinds.begin(), kinds.end(), hw.topology_kind_) == kinds.end())
-            throw FileError(path, line_of(t->second), "topology.kind",
+            throw FileError(path, yaml_line(t->second), "topology.kind",
                             fmt::format("unknown topology kind '{}' (expected one of: {})", hw.topology_kind_, fmt::join(kinds, ", ")));
         } else {
           // The integer fields some model reads (gpus; the pods model's gpus_per_pod, gpus_per_node,
           // nics_per_node): a misspelt one would silently fall back to its default.
           static const std::vector<std::string> ints{"gpus", "gpus_per_pod", "gpus_per_node", "nics_per_node"};
           if (std::find(ints.begin(), ints.end(), k) == ints.end())
-            throw FileError(path, line_of(t->first), "topology." + k,
+            throw FileError(path, yaml_line(t->first), "topology." + k,
                             fmt::format("unknown topology key (expected kind, {})", fmt::join(ints, ", ")));
           try {
             hw.topology_ints_[k] = t->second.as<int>();
           } catch (const YAML::Exception&) {
-            throw FileError(path, line_of(t->second), "topology." + k, "expected an integer");
+            throw FileError(path, yaml_line(t->second), "topology." + k, "expected an integer");
           }
         }
       }
-      if (hw.topology_kind_.empty()) throw FileError(path, line_of(node), "topology.kind", "missing (expected one of: full_mesh, pair, pods)");
-      if (!hw.topology_ints_.count("gpus")) throw FileError(path, line_of(node), "topology.gpus", "missing");
+      if (hw.topology_kind_.empty()) throw FileError(path, yaml_line(node), "topology.kind", "missing (expected one of: full_mesh, pair, pods)");
+      if (!hw.topology_ints_.count("gpus")) throw FileError(path, yaml_line(node), "topology.gpus", "missing");
       hw.gpus_ = hw.topology_ints_["gpus"];
-      if (hw.gpus_ < 1) throw FileError(path, line_of(node), "topology.gpus", "must be >= 1");
+      if (hw.gpus_ < 1) throw FileError(path, yaml_line(node), "topology.gpus", "must be >= 1");
       continue;
     }
     if (!node.IsMap())
-      throw FileError(path, line_of(node), top, "unknown top-level key (expected name, description, topology, or a parameter section)");
+      throw FileError(path, yaml_line(node), top, "unknown top-level key (expected name, description, topology, or a parameter section)");
     for (auto p = node.begin(); p != node.end(); ++p) {
       const std::string key = top + "." + p->first.as<std::string>();
       const YAML::Node v = p->second;
       const ParamDecl* decl = registry.find(key);
-      if (!decl) throw FileError(path, line_of(p->first), key, "unknown parameter (see `fusesim params` for the declared ones)");
-      if (!v.IsMap()) throw FileError(path, line_of(v), key, "expected {value: ..., kind: ..., source: ...}");
+      if (!decl) throw FileError(path, yaml_line(p->first), key, "unknown parameter (see `fusesim params` for the declared ones)");
+      if (!v.IsMap()) throw FileError(path, yaml_line(v), key, "expected {value: ..., kind: ..., source: ...}");
       static const std::set<std::string> allowed{"value", "kind", "source", "fitted_from", "fitted_on", "commit", "sigma", "note"};
       for (auto f = v.begin(); f != v.end(); ++f)
         if (!allowed.count(f->first.as<std::string>()))
-          throw FileError(path, line_of(f->first), key + "." + f->first.as<std::string>(),
+          throw FileError(path, yaml_line(f->first), key + "." + f->first.as<std::string>(),
                           "unknown field (expected value, kind, source, fitted_from, fitted_on, commit, sigma, note)");
-      if (!v["value"]) throw FileError(path, line_of(v), key, "missing 'value'");
-      if (!v["kind"]) throw FileError(path, line_of(v), key, "missing 'kind' (spec, measured, library, derived or fitted)");
-      if (!v["source"]) throw FileError(path, line_of(v), key, "missing 'source'");
+      if (!v["value"]) throw FileError(path, yaml_line(v), key, "missing 'value'");
+      if (!v["kind"]) throw FileError(path, yaml_line(v), key, "missing 'kind' (spec, measured, library, derived or fitted)");
+      if (!v["source"]) throw FileError(path, yaml_line(v), key, "missing 'source'");
       Value val;
-      val.line = line_of(v["value"]);
+      val.line = yaml_line(v["value"]);
       val.text = scalar(v["value"], path, key + ".value");
       try {
         val.si = parse_quantity(decl->quantity, val.text);
@@ -317,11 +316,11 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
                         fmt::format("value {} is outside [{}, {}]", val.text, format_quantity(decl->quantity, decl->lower),
                                     format_quantity(decl->quantity, decl->upper)));
       auto kind = parse_provenance(scalar(v["kind"], path, key + ".kind"));
-      if (!kind) throw FileError(path, line_of(v["kind"]), key, "kind must be spec, measured, library, derived or fitted");
+      if (!kind) throw FileError(path, yaml_line(v["kind"]), key, "kind must be spec, measured, library, derived or fitted");
       val.kind = *kind;
       val.source = scalar(v["source"], path, key + ".source");
       if (v["fitted_from"]) {
-        if (!v["fitted_from"].IsSequence()) throw FileError(path, line_of(v["fitted_from"]), key, "fitted_from must be a list");
+        if (!v["fitted_from"].IsSequence()) throw FileError(path, yaml_line(v["fitted_from"]), key, "fitted_from must be a list");
         for (const auto& s : v["fitted_from"]) val.fitted_from.push_back(s.as<std::string>());
       }
       if (v["fitted_on"]) val.fitted_on = scalar(v["fitted_on"], path, key + ".fitted_on");
@@ -329,18 +328,18 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
       // A fitted value says which measurements, when and at which commit (what `calibrate fit` writes).
       if (val.kind == Provenance::Fitted) {
         if (val.fitted_from.empty())
-          throw FileError(path, line_of(v["kind"]), key + ".fitted_from",
+          throw FileError(path, yaml_line(v["kind"]), key + ".fitted_from",
                           "missing: a value of kind fitted names the measurement files it was fitted to (fitted_from: [FILE, ...])");
         if (val.fitted_on.empty())
-          throw FileError(path, line_of(v["kind"]), key + ".fitted_on", "missing: a value of kind fitted gives the date of its fit (fitted_on: YYYY-MM-DD)");
+          throw FileError(path, yaml_line(v["kind"]), key + ".fitted_on", "missing: a value of kind fitted gives the date of its fit (fitted_on: YYYY-MM-DD)");
         if (val.fitted_commit.empty())
-          throw FileError(path, line_of(v["kind"]), key + ".commit", "missing: a value of kind fitted gives the commit of its fit (commit: SHA)");
+          throw FileError(path, yaml_line(v["kind"]), key + ".commit", "missing: a value of kind fitted gives the commit of its fit (commit: SHA)");
       }
       if (v["sigma"]) {
         try {
           val.fit_sigma_si = parse_quantity(decl->quantity, scalar(v["sigma"], path, key + ".sigma"));
         } catch (const std::invalid_argument& e) {
-          throw FileError(path, line_of(v["sigma"]), key + ".sigma", e.what());
+          throw FileError(path, yaml_line(v["sigma"]), key + ".sigma", e.what());
         }
       }
       if (hw.values_.count(key)) throw FileError(path, val.line, key, "set twice");

@@ -35,7 +35,9 @@ const char* provenance_name(Provenance p);
 std::optional<Provenance> parse_provenance(const std::string& s);
 
 /**
- * Declaration of one model parameter: declared once, in the module that uses it.
+ * Declaration of one hardware parameter (a concept of the machine): declared once, where it is used
+ * (a concept several models read in hw/params.hpp, the others in their model's file); whether a model
+ * requires it or has a default is the model's binding (hw::HwRead), not the declaration's.
  * `key` is "section.name" (e.g. "sdma.queue_peak"); `lower`/`upper` bound it in SI units and are
  * used both to reject impossible hardware files and as the fitter's bounds.
  */
@@ -45,11 +47,10 @@ struct ParamDecl {
   double lower;
   double upper;
   std::string description;
-  bool required = true;  ///< a hardware file used by this module must set it
 };
 
-/// The set of parameters a hardware file may contain. Built explicitly from each module's
-/// declaration list (see models/params.hpp: builtin_registry()); nothing global.
+/// The set of parameters a hardware file may contain. Built explicitly from the models'
+/// declarations (see models/model.hpp: builtin_registry()); nothing global.
 class ParamRegistry {
  public:
   /// Add declarations; std::logic_error if a key is declared twice.

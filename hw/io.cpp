@@ -1,6 +1,8 @@
 #include "hw/io.hpp"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -90,16 +92,63 @@ YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params) {
   return out;
 }
 
-std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key) {
-  for (size_t q = message.find('\''); q != std::string::npos; q = message.find('\'', q + 1)) {
-    const size_t e = message.find('\'', q + 1);
-    if (e == std::string::npos) break;
-    const std::string word = message.substr(q + 1, e - q - 1);
-    if (is_key(word)) return word;
-    q = e;
+int yaml_line(const YAML::Node& n) { return n && n.Mark().line >= 0 ? n.Mark().line + 1 : 0; }
+
+void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& file, const std::string& where) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!allowed.count(k)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw FileError(file, yaml_line(it->first), where.empty() ? k : where + "." + k, "unknown key (expected one of: " + list + ")");
+    }
   }
-  return "";
 }
+
+double yaml_number(const YAML::Node& n, const std::string& file, const std::string& key) {
+  double v;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    // A numeric literal yaml-cpp cannot hold (1e999) is out of range, not a word.
+    const std::string t = n.IsScalar() ? n.Scalar() : "";
+    char* end = nullptr;
+    const double d = t.empty() ? 0.0 : std::strtod(t.c_str(), &end);
+    if (!t.empty() && end && *end == '\0' && std::isinf(d))
+      throw FileError(file, yaml_line(n), key, fmt::format("'{}' is out of the range of a double", t));
+    throw FileError(file, yaml_line(n), key, fmt::format("expected a number, got '{}'", yaml_text(n)));
+  }
+  if (!std::isfinite(v)) throw FileError(file, yaml_line(n), key, fmt::format("expected a finite number, got '{}'", yaml_text(n)));
+  return v;
+}
+
+std::string yaml_reason(const YAML::Node& n, const std::string& file, const std::string& key) {
+  bool flag = false;
+  if (n.IsScalar() && n.Tag() != "!") {  // "!": quoted, so meant as text
+    bool b;
+    double d;
+    flag = YAML::convert<bool>::decode(n, b) || YAML::convert<double>::decode(n, d);
+  }
+  if (!n.IsScalar() || flag || n.Scalar().find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file, yaml_line(n), key,
+                    fmt::format("expected the reason the model misses this point (a non-empty text), got '{}'", yaml_text(n)));
+  return n.Scalar();
+}
+
+std::string yaml_field(const YAML::Node& n, const std::string& file, const std::string& key, const std::string& expected,
+                 bool may_be_empty, int null_line) {
+  if (!n || n.IsNull()) {
+    if (may_be_empty) return "";
+    throw FileError(file, null_line ? null_line : yaml_line(n), key, "is empty (expected " + expected + ")");
+  }
+  if (!n.IsScalar())
+    throw FileError(file, yaml_line(n), key,
+                    fmt::format("expected {}, got a {} '{}'", expected, n.IsSequence() ? "list" : "mapping", yaml_text(n)));
+  if (!may_be_empty && n.Scalar().find_first_not_of(" \t") == std::string::npos)
+    throw FileError(file, yaml_line(n), key, "is empty (expected " + expected + ")");
+  return n.Scalar();
+}
+
 
 namespace {
 namespace fs = std::filesystem;

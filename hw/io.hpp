@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,9 +29,26 @@ std::string yaml_text(const YAML::Node& n);
 /// parameters after its file's `defaults:`.
 YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params);
 
-/// The first word between single quotes in `message` for which `is_key` holds ("" if none): how
-/// an error names the parameter it is about, so a loader can point at that key's line.
-std::string first_quoted_key(const std::string& message, const std::function<bool(const std::string&)>& is_key);
+/// 1-based line of a node in its file (0 when unknown).
+int yaml_line(const YAML::Node& n);
+
+/// Refuse a key of `map` not in `allowed`: FileError naming file, line and the key as "where.key",
+/// with the accepted keys ("unknown key (expected one of: a, b, ...)").
+void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& file, const std::string& where);
+
+/// A finite number. Errors: FileError naming file, line and `key` for a word, a literal out of the
+/// range of a double ("'1e999' is out of the range of a double") or a non-finite value.
+double yaml_number(const YAML::Node& n, const std::string& file, const std::string& key);
+
+/// The reason of a known miss: a non-empty text (a plain true/false/number is a flag, not a reason).
+/// Errors: FileError naming file, line and key.
+std::string yaml_reason(const YAML::Node& n, const std::string& file, const std::string& key);
+
+/// A text field (a name, a path, a source): a scalar, not a list or mapping, and not empty unless
+/// `may_be_empty`; `expected` says what it should be in messages. `null_line`: the line to name for
+/// an empty value (yaml-cpp marks a null value where the next token starts). Errors: FileError.
+std::string yaml_field(const YAML::Node& n, const std::string& file, const std::string& key, const std::string& expected,
+                       bool may_be_empty = false, int null_line = 0);
 
 /// One output of a command: where it goes, what it holds, and the option that named it ("--out";
 /// may be empty), which error messages quote.

@@ -8,7 +8,6 @@
 
 #include "calibrate/trace/analysis.hpp"
 #include "calibrate/trace/whatif.hpp"
-#include "models/cli/hooks.hpp"
 
 namespace fusesim {
 
@@ -59,7 +58,7 @@ void run_reporting_errors(F&& f) {
 
 }  // namespace
 
-void register_trace_commands(CLI::App& app) {
+void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_ar) {
   auto* tr = app.add_subcommand("trace", "Profiler (Kineto) traces: compute/communication overlap and what-if replay");
   tr->require_subcommand(1);
 
@@ -119,7 +118,7 @@ void register_trace_commands(CLI::App& app) {
   wi->add_option("--allreduce-regex", wopt->allreduce_regex, "Communication kernels that count as all-reduce for --fuse-gemm-ar")->capture_default_str();
   wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
   wi->add_option("--world-size", wopt->world_size, "Ranks in the all-reduce (default: from the trace)")->check(CLI::NonNegativeNumber);
-  wi->callback([w, wopt, scales, rank_scales, hw] {
+  wi->callback([w, wopt, scales, rank_scales, hw, gemm_ar] {
     run_reporting_errors([&] {
       trace::WhatIfOptions opt = *wopt;
       if (opt.comm_consumer_after > 0 && !opt.comm_stream)
@@ -131,8 +130,9 @@ void register_trace_commands(CLI::App& app) {
       for (const auto& s : *rank_scales) opt.scale.push_back(trace::parse_rank_scale(s));
       if (opt.fuse_gemm_ar) {
         if (hw->empty()) throw std::invalid_argument("--fuse-gemm-ar needs --hw FILE (the hardware the fused model predicts for)");
-        opt.gemm_ar_predictor = trace::default_gemm_ar_predictor(*hw);
-        // What default_gemm_ar_predictor (models/cli/trace_predictor.cpp) runs: said with the result.
+        if (!gemm_ar) throw std::runtime_error("--fuse-gemm-ar: this program has no GEMM+all-reduce model to predict with");
+        opt.gemm_ar_predictor = gemm_ar(*hw);
+        // What the command line's predictor (cli/commands.cpp) runs: said with the result.
         opt.gemm_ar_model = fmt::format(
             "gemm_ar mode fused-sdma, bf16 wire, quant blockscale, chunks 8, on the hardware file {} at the trace's M, N, K "
             "and world size (the trace's own GPUs are not checked against that hardware)", *hw);

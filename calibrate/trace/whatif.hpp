@@ -17,16 +17,9 @@ namespace fusesim::trace {
 /// reduced over world_size ranks). Supplied by the model owner (models/).
 using GemmArPredictor = std::function<double(int64_t m, int64_t n, int64_t k, int world_size)>;
 
-/**
- * The predictor the CLI uses for `trace whatif --fuse-gemm-ar --hw FILE`. The definition in this
- * library is weak and throws std::runtime_error("... not yet wired ..."); the model owner links a
- * strong definition (same signature) that loads the hardware file at hw_path and returns the
- * fused model's prediction. Linking: the weak definition sits alone in its object file of the static
- * library, so a strong one wins when it is in an object the linker loads anyway — a source of the
- * executable, or an object of a library that main() already pulls in; a strong definition alone in
- * a static-library member nobody else references is never loaded.
- */
-GemmArPredictor default_gemm_ar_predictor(const std::string& hw_path);
+/// Makes the predictor of `trace whatif --fuse-gemm-ar --hw FILE` from the hardware file's path (the
+/// command line passes one built on the gemm_ar model, cli/commands.cpp). Errors: those of loading it.
+using GemmArPredictorFactory = std::function<GemmArPredictor(const std::string& hw_path)>;
 
 /// A duration rescale: GPU events whose name matches `pattern` (ECMAScript, searched in the first
 /// kMaxRegexNameBytes bytes, case-insensitive) get their duration multiplied by `factor` (> 0),
@@ -269,3 +262,10 @@ nlohmann::json to_json(const StragglerReport& r);
 std::string to_table(const StragglerReport& r);
 
 }  // namespace fusesim::trace
+
+namespace CLI { class App; }
+namespace fusesim {
+/// `fusesim trace analyze|whatif ...`: adds a "trace" sub-command to app; --fuse-gemm-ar predicts
+/// with the predictor `gemm_ar` makes (an empty factory: --fuse-gemm-ar is refused).
+void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_ar);
+}  // namespace fusesim

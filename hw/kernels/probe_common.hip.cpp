@@ -181,6 +181,10 @@ JsonLine& JsonLine::num_list(const std::string& k, const std::vector<double>& va
   return raw(k, a + "]");
 }
 
+JsonLine& JsonLine::timing(const Stats& s) {
+  return integer("iters", s.n).num("time_us", s.median).num("time_min_us", s.min).num("time_max_us", s.max);
+}
+
 std::string utc_now_iso8601() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -449,21 +453,12 @@ Stream::~Stream() {
   (void)hipStreamDestroy(s);
 }
 
-Event::Event(int dev) : device(dev) {
+Event::Event(int dev, unsigned flags) : device(dev) {
   GPU_CHECK(hipSetDevice(dev));
-  GPU_CHECK(hipEventCreate(&e));
+  GPU_CHECK(hipEventCreateWithFlags(&e, flags));
 }
 Event::~Event() {
   (void)hipSetDevice(device);
-  (void)hipEventDestroy(e);
-}
-
-SyncEvent::SyncEvent(int device) : dev(device) {
-  GPU_CHECK(hipSetDevice(device));
-  GPU_CHECK(hipEventCreateWithFlags(&e, hipEventDisableTiming));
-}
-SyncEvent::~SyncEvent() {
-  (void)hipSetDevice(dev);
   (void)hipEventDestroy(e);
 }
 

@@ -26,6 +26,14 @@
 
 namespace fusesim::gpu {
 
+/// The base of the resources (DeviceBuffer, Stream, Event, SyncEvent) and of StartGate: each owns
+/// one runtime object, so none is copyable (DeviceBuffer is movable).
+struct NoCopy {
+  NoCopy() = default;
+  NoCopy(const NoCopy&) = delete;
+  NoCopy& operator=(const NoCopy&) = delete;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Command line
 
@@ -47,6 +55,25 @@ class Args {
                                     const std::string& help = "");
   /// True when the boolean flag `--name` is present.
   bool flag(const std::string& name, const std::string& help = "");
+  /// --commit: the git commit each JSON line records (default: the compile-time FUSESIM_GIT_COMMIT).
+  std::string commit() { return str("--commit", FUSESIM_GIT_COMMIT, "git commit to record"); }
+  /// --device: the GPU a one-GPU probe measures (default 0).
+  int device() { return static_cast<int>(integer("--device", 0, "GPU to measure")); }
+  /// The options every timing probe reads (--commit, --iters, --warmup), with this probe's defaults.
+  struct RunOptions {
+    std::string commit;  ///< commit()
+    int iters = 0;       ///< --iters: timed iterations; the probe reports their median
+    int warmup = 0;      ///< --warmup: untimed iterations before them
+  };
+  /// Reads --commit, --iters (default `iters`) and --warmup (default `warmup`); exits 2 on a value
+  /// that is not an integer (integer()).
+  RunOptions run_options(int iters, int warmup) {
+    RunOptions o;
+    o.commit = commit();
+    o.iters = static_cast<int>(integer("--iters", iters, "timed iterations (median)"));
+    o.warmup = static_cast<int>(integer("--warmup", warmup, "untimed iterations first"));
+    return o;
+  }
   /// Handles --help (prints `usage` and the flags seen, exits 0) and unknown flags (exits 2).
   void finish(const std::string& usage);
   /// The command line as typed, argv joined by single spaces.
@@ -62,6 +89,8 @@ class Args {
 // ---------------------------------------------------------------------------------------------
 // JSON output
 
+struct Stats;
+
 /// Builds one flat JSON object. Non-finite numbers are written as null.
 class JsonLine {
  public:
@@ -72,6 +101,8 @@ class JsonLine {
   /// Inserts `json` verbatim (it must already be valid JSON: an object, array, number, ...).
   JsonLine& raw(const std::string& key, const std::string& json);
   JsonLine& num_list(const std::string& key, const std::vector<double>& values);
+  /// A timed sample's fields, in this order: iters (count), time_us (median), time_min_us, time_max_us.
+  JsonLine& timing(const Stats& s);
   /// The object text, `{...}`.
   std::string text() const { return "{" + body_ + "}"; }
 
@@ -126,12 +157,10 @@ double elapsed_us(hipEvent_t start, hipEvent_t end);
 /// device executes without host launch gaps and all streams start within a microsecond or two.
 /// Warm every kernel up (un-gated) before gating it: with lazy module loading, the first launch of
 /// a kernel while another kernel spins can wait for that kernel to finish.
-class StartGate {
+class StartGate : NoCopy {
  public:
   StartGate();
   ~StartGate();
-  StartGate(const StartGate&) = delete;
-  StartGate& operator=(const StartGate&) = delete;
   /// Enqueues the wait on `stream`; the current device must be the stream's device.
   void arm(hipStream_t stream);
   /// Releases every wait armed since the last release.
@@ -148,15 +177,14 @@ class StartGate {
 // ---------------------------------------------------------------------------------------------
 // Resources (RAII; each frees on the device it was made on)
 
+
 /// Device memory of `bytes` on `device` (hipMalloc). Exits on failure.
-struct DeviceBuffer {
+struct DeviceBuffer : NoCopy {
   DeviceBuffer() = default;
   DeviceBuffer(int device, size_t bytes);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& o) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   template <typename T = void>
   T* as() const { return static_cast<T*>(ptr); }
   void* ptr = nullptr;
@@ -165,34 +193,26 @@ struct DeviceBuffer {
 };
 
 /// A non-blocking stream on `device`.
-struct Stream {
+struct Stream : NoCopy {
   explicit Stream(int device);
   ~Stream();
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
   hipStream_t s = nullptr;
   int device = -1;
 };
 
-/// A timing event on `device`.
-struct Event {
-  explicit Event(int device);
+/// An event on `device`: a timing event by default, or one created with `flags`
+/// (hipEventCreateWithFlags).
+struct Event : NoCopy {
+  explicit Event(int device, unsigned flags = hipEventDefault);
   ~Event();
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
   hipEvent_t e = nullptr;
   int device = -1;
 };
 
 /// An event for ordering only (created with hipEventDisableTiming, as programs use for joins
-/// between streams), on `device`. Not copyable.
-struct SyncEvent {
-  explicit SyncEvent(int device);
-  ~SyncEvent();
-  SyncEvent(const SyncEvent&) = delete;
-  SyncEvent& operator=(const SyncEvent&) = delete;
-  hipEvent_t e = nullptr;
-  int dev = -1;
+/// between streams), on `device`.
+struct SyncEvent : Event {
+  explicit SyncEvent(int device) : Event(device, hipEventDisableTiming) {}
 };
 
 /// Number of visible GPUs; exits 1 with a clear message if fewer than `min_devices`.

@@ -30,16 +30,15 @@ struct Point {
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
-  const int iters = static_cast<int>(args.integer("--iters", 21, "timed iterations (median)"));
-  const int warmup = static_cast<int>(args.integer("--warmup", 2, "untimed iterations first"));
+  const Args::RunOptions opt = args.run_options(21, 2);
+  const int iters = opt.iters, warmup = opt.warmup;
   const double target_us = static_cast<double>(args.integer("--target-us", 1000, "aimed kernel time"));
   const bool quick = args.flag("--quick", "a few points only (smoke test)");
   args.finish("probe_cu_remote: CU pull / push bandwidth through peer pointers (JSON lines on stdout)");
 
   require_devices(2);
   enable_peer_access_all(2);
-  Reporter rep("cu_remote", args.command(), commit, {0, 1});
+  Reporter rep("cu_remote", args.command(), opt.commit, {0, 1});
   const size_t pool = 1ull << 30;
   DeviceBuffer a[2] = {DeviceBuffer(0, pool), DeviceBuffer(1, pool)};
   DeviceBuffer b[2] = {DeviceBuffer(0, pool), DeviceBuffer(1, pool)};
@@ -143,10 +142,7 @@ int main(int argc, char** argv) {
         .integer("bytes_in_flight_per_thread", per_thread)
         .integer("bytes_in_flight", per_thread * p.blocks * p.threads)
         .integer("size_bytes", static_cast<long long>(size))
-        .integer("iters", s.n)
-        .num("time_us", s.median)
-        .num("time_min_us", s.min)
-        .num("time_max_us", s.max)
+        .timing(s)
         .num("GBps", ngpu * static_cast<double>(size) / (s.median * 1e-6) / 1e9)
         .num_list("per_gpu_GBps", per_gpu)
         .boolean("gate_timeout", gate.timed_out());

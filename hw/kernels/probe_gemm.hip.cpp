@@ -34,10 +34,9 @@ struct Shape {
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
-  const int device = static_cast<int>(args.integer("--device", 0, "GPU to measure"));
-  const int iters = static_cast<int>(args.integer("--iters", 15, "timed iterations (median)"));
-  const int warmup = static_cast<int>(args.integer("--warmup", 3, "untimed iterations first"));
+  const Args::RunOptions opt = args.run_options(15, 3);
+  const int iters = opt.iters, warmup = opt.warmup;
+  const int device = args.device();
   const auto ms = args.int_list("--m", {128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768}, "M sweep");
   const auto ns = args.int_list("--n", {7168, 5120}, "N values of the M sweep");
   const long long k0 = args.integer("--k", 2048, "K of the M sweep");
@@ -79,7 +78,7 @@ int main(int argc, char** argv) {
     max_c = std::max<size_t>(max_c, s.m * s.n);
   }
 
-  Reporter rep("gemm", args.command(), commit, {device});
+  Reporter rep("gemm", args.command(), opt.commit, {device});
   GPU_CHECK(hipSetDevice(device));
   Stream st(device);
   Event e0(device), e1(device);
@@ -163,7 +162,7 @@ int main(int argc, char** argv) {
     }
     Stats st_ = stats_of(P.all);
     const double flops = 2.0 * s.m * s.n * s.k;
-    j.integer("iters", st_.n).num("time_us", st_.median).num("time_min_us", st_.min).num("time_max_us", st_.max)
+    j.timing(st_)
         .num_list("round_medians_us", P.round_medians).integer("rounds", rounds).integer("pause_ms", pause_ms)
         .num("TFLOPs", flops / (st_.median * 1e-6) / 1e12)
         .integer("workspace_bytes", static_cast<long long>(P.plan->workspace_needed_bytes()))

@@ -15,17 +15,16 @@ using namespace fusesim::gpu;
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
-  const int device = static_cast<int>(args.integer("--device", 0, "GPU to measure"));
-  const int iters = static_cast<int>(args.integer("--iters", 15, "timed iterations (median)"));
-  const int warmup = static_cast<int>(args.integer("--warmup", 3, "untimed iterations first"));
+  const Args::RunOptions opt = args.run_options(15, 3);
+  const int iters = opt.iters, warmup = opt.warmup;
+  const int device = args.device();
   const long long min_b = args.integer("--min-bytes", 64 << 10, "smallest size");
   const long long max_b = args.integer("--max-bytes", 1LL << 30, "largest size (<= 1 GiB)");
   const auto methods = args.str_list("--methods", {"memcpy", "kernel", "reduce2_bf16"}, "methods");
   args.finish("probe_hbm_copy: HBM copy bandwidth vs size (JSON lines on stdout)");
 
   require_devices(device + 1);
-  Reporter rep("hbm_copy", args.command(), commit, {device});
+  Reporter rep("hbm_copy", args.command(), opt.commit, {device});
   const size_t pool = 2ull << 30;
   DeviceBuffer src(device, pool), src2(device, pool), dst(device, pool);
   Stream st(device);
@@ -74,10 +73,7 @@ int main(int argc, char** argv) {
           .num("bytes_moved", moved)
           .integer("blocks", method == "memcpy" ? 0 : blocks)
           .integer("threads", method == "memcpy" ? 0 : 512)
-          .integer("iters", s.n)
-          .num("time_us", s.median)
-          .num("time_min_us", s.min)
-          .num("time_max_us", s.max)
+          .timing(s)
           .num("GBps", moved / (s.median * 1e-6) / 1e9)
           .boolean("gate_timeout", gate.timed_out());
       rep.emit(j);

@@ -39,9 +39,8 @@ struct Job {
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
-  const int iters = static_cast<int>(args.integer("--iters", 15, "timed iterations (median)"));
-  const int warmup = static_cast<int>(args.integer("--warmup", 2, "untimed iterations first"));
+  const Args::RunOptions opt = args.run_options(15, 2);
+  const int iters = opt.iters, warmup = opt.warmup;
   const auto ms = args.int_list("--m", {512, 2048, 4096, 16384}, "GEMM M values");
   const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle GPU time before each measurement (ms)"));
   const auto ns = args.int_list("--n", {7168, 5120}, "GEMM N values");
@@ -52,7 +51,7 @@ int main(int argc, char** argv) {
 
   require_devices(2);
   enable_peer_access_all(2);
-  Reporter rep("interference", args.command(), commit, {0, 1});
+  Reporter rep("interference", args.command(), opt.commit, {0, 1});
   const long long max_m = *std::max_element(ms.begin(), ms.end());
   const size_t pool = 1ull << 30, chunk = 64ull << 20, xfer = 256ull << 20;
 

@@ -21,6 +21,7 @@
 //                             put_leg_us (kernel end to put end on GPU0)
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "probe_common.hpp"
@@ -35,7 +36,7 @@ double wall_us_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
+  const std::string commit = args.commit();
   const int iters = static_cast<int>(args.integer("--iters", 51, "samples per quantity (median)"));
   const int batch = static_cast<int>(args.integer("--batch", 200, "launches per back-to-back sample"));
   const auto hop_sizes = args.int_list("--hop-sizes", {4096, 1048576, 16777216}, "put sizes of the copy hop (bytes)");
@@ -53,10 +54,25 @@ int main(int argc, char** argv) {
   auto emit = [&](const std::string& q, const std::vector<double>& v, const std::string& note) {
     Stats s = stats_of(v);
     JsonLine j;
-    j.str("quantity", q).integer("iters", s.n).num("time_us", s.median).num("time_min_us", s.min)
-        .num("time_max_us", s.max).integer("batch", batch).str("note", note)
+    j.str("quantity", q).timing(s).integer("batch", batch).str("note", note)
         .boolean("gate_timeout", gate.timed_out());
     rep.emit(j);
+  };
+
+  // `iters` samples of the device time between two events around what `enqueue` enqueues on st,
+  // behind the gate (so it runs without host launch gaps), divided by `per` (us per launch).
+  auto gated_span = [&](const std::function<void()>& enqueue, int per) {
+    std::vector<double> out;
+    for (int i = 0; i < iters; ++i) {
+      gate.arm(st.s);
+      GPU_CHECK(hipEventRecord(e0.e, st.s));
+      enqueue();
+      GPU_CHECK(hipEventRecord(e1.e, st.s));
+      gate.release();
+      GPU_CHECK(hipStreamSynchronize(st.s));
+      out.push_back(elapsed_us(e0.e, e1.e) / per);
+    }
+    return out;
   };
 
   // Warm-up: load the kernels and the gate.
@@ -83,29 +99,11 @@ int main(int argc, char** argv) {
   }
   emit("launch_enqueue_host_us", v, "host time per launch call, batch enqueued back to back");
 
-  v.clear();
-  for (int i = 0; i < iters; ++i) {
-    gate.arm(st.s);
-    GPU_CHECK(hipEventRecord(e0.e, st.s));
-    launch_empty_kernel(1, 32, st.s);
-    GPU_CHECK(hipEventRecord(e1.e, st.s));
-    gate.release();
-    GPU_CHECK(hipStreamSynchronize(st.s));
-    v.push_back(elapsed_us(e0.e, e1.e));
-  }
-  emit("kernel_event_span_us", v, "events around one empty kernel, gated");
+  emit("kernel_event_span_us", gated_span([&] { launch_empty_kernel(1, 32, st.s); }, 1),
+       "events around one empty kernel, gated");
 
-  v.clear();
-  for (int i = 0; i < iters; ++i) {
-    gate.arm(st.s);
-    GPU_CHECK(hipEventRecord(e0.e, st.s));
-    for (int b = 0; b < batch; ++b) launch_empty_kernel(1, 32, st.s);
-    GPU_CHECK(hipEventRecord(e1.e, st.s));
-    gate.release();
-    GPU_CHECK(hipStreamSynchronize(st.s));
-    v.push_back(elapsed_us(e0.e, e1.e) / batch);
-  }
-  emit("kernel_back_to_back_us", v, "device time per empty kernel, batch enqueued behind a gate");
+  emit("kernel_back_to_back_us", gated_span([&] { for (int b = 0; b < batch; ++b) launch_empty_kernel(1, 32, st.s); }, batch),
+       "device time per empty kernel, batch enqueued behind a gate");
 
   // Graphs: one empty kernel, and `batch` empty kernels.
   hipGraph_t g1 = nullptr, gn = nullptr;
@@ -133,41 +131,14 @@ int main(int argc, char** argv) {
   }
   emit("graph_sync_wall_us", v, "one replay of a 1-kernel graph + synchronize, host clock");
 
-  v.clear();
-  for (int i = 0; i < iters; ++i) {
-    gate.arm(st.s);
-    GPU_CHECK(hipEventRecord(e0.e, st.s));
-    GPU_CHECK(hipGraphLaunch(x1, st.s));
-    GPU_CHECK(hipEventRecord(e1.e, st.s));
-    gate.release();
-    GPU_CHECK(hipStreamSynchronize(st.s));
-    v.push_back(elapsed_us(e0.e, e1.e));
-  }
-  emit("graph_replay_event_span_us", v, "events around one replay of a 1-kernel graph, gated");
+  emit("graph_replay_event_span_us", gated_span([&] { GPU_CHECK(hipGraphLaunch(x1, st.s)); }, 1),
+       "events around one replay of a 1-kernel graph, gated");
 
-  v.clear();
-  for (int i = 0; i < iters; ++i) {
-    gate.arm(st.s);
-    GPU_CHECK(hipEventRecord(e0.e, st.s));
-    for (int b = 0; b < batch; ++b) GPU_CHECK(hipGraphLaunch(x1, st.s));
-    GPU_CHECK(hipEventRecord(e1.e, st.s));
-    gate.release();
-    GPU_CHECK(hipStreamSynchronize(st.s));
-    v.push_back(elapsed_us(e0.e, e1.e) / batch);
-  }
-  emit("graph_back_to_back_us", v, "device time per replay of a 1-kernel graph, batch behind a gate");
+  emit("graph_back_to_back_us", gated_span([&] { for (int b = 0; b < batch; ++b) GPU_CHECK(hipGraphLaunch(x1, st.s)); }, batch),
+       "device time per replay of a 1-kernel graph, batch behind a gate");
 
-  v.clear();
-  for (int i = 0; i < iters; ++i) {
-    gate.arm(st.s);
-    GPU_CHECK(hipEventRecord(e0.e, st.s));
-    GPU_CHECK(hipGraphLaunch(xn, st.s));
-    GPU_CHECK(hipEventRecord(e1.e, st.s));
-    gate.release();
-    GPU_CHECK(hipStreamSynchronize(st.s));
-    v.push_back(elapsed_us(e0.e, e1.e) / batch);
-  }
-  emit("graph_kernel_in_graph_us", v, "device time per kernel inside one replay of a batch-kernel graph");
+  emit("graph_kernel_in_graph_us", gated_span([&] { GPU_CHECK(hipGraphLaunch(xn, st.s)); }, batch),
+       "device time per kernel inside one replay of a batch-kernel graph");
 
   // Event waits: k on st, then k on st2 after waiting on st's event, vs both on st. The joining
   // events are timing events (Event) or ordering-only ones (SyncEvent, what gemm_ar_live uses);

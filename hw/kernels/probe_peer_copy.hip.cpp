@@ -27,9 +27,8 @@ struct Config {
 
 int main(int argc, char** argv) {
   Args args(argc, argv);
-  const std::string commit = args.str("--commit", FUSESIM_GIT_COMMIT, "git commit to record");
-  const int iters = static_cast<int>(args.integer("--iters", 21, "timed iterations (median)"));
-  const int warmup = static_cast<int>(args.integer("--warmup", 3, "untimed iterations first"));
+  const Args::RunOptions opt = args.run_options(21, 3);
+  const int iters = opt.iters, warmup = opt.warmup;
   const long long min_b = args.integer("--min-bytes", 4 << 10, "smallest size");
   const long long max_b = args.integer("--max-bytes", 1LL << 30, "largest size (<= 1 GiB)");
   const auto stream_counts = args.int_list("--streams", {1, 2, 4, 8}, "concurrent streams per issuer");
@@ -37,7 +36,7 @@ int main(int argc, char** argv) {
 
   require_devices(2);
   enable_peer_access_all(2);
-  Reporter rep("peer_copy", args.command(), commit, {0, 1});
+  Reporter rep("peer_copy", args.command(), opt.commit, {0, 1});
   const size_t buf = static_cast<size_t>(max_b);
   DeviceBuffer send[2] = {DeviceBuffer(0, buf), DeviceBuffer(1, buf)};
   DeviceBuffer recv[2] = {DeviceBuffer(0, buf), DeviceBuffer(1, buf)};
@@ -115,10 +114,7 @@ int main(int argc, char** argv) {
           .integer("streams", cfg.streams)
           .integer("size_bytes", size)
           .integer("chunk_bytes", static_cast<long long>(chunk))
-          .integer("iters", s.n)
-          .num("time_us", s.median)
-          .num("time_min_us", s.min)
-          .num("time_max_us", s.max)
+          .timing(s)
           .num("GBps", ndir * static_cast<double>(size) / (s.median * 1e-6) / 1e9)
           .num_list("per_direction_time_us", dir_t)
           .num_list("per_direction_GBps", dir_bw)

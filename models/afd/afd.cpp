@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/afd/hardware.hpp"
+#include "models/case_params.hpp"
 #include "sim/flow.hpp"
 #include "sim/servers.hpp"
 #include "sim/simulation.hpp"
@@ -77,36 +79,35 @@ int channel_of(int t, int src, int sources, int C, bool rotate) {
 
 struct Ctx {
   const hw::Hardware& hw;
+  const AfdHw h;  ///< the hardware, read once (afd_hardware for this topology)
   const AfdCase& c;
   sim::TraceSink* trace;
   sim::Simulation sim;
   sim::FlowNetwork net{sim};
   AfdResult res;
-  double P(const std::string& k) const { return hw.get(k); }
-  Ctx(const hw::Hardware& h, const AfdCase& cc, sim::TraceSink* t) : hw(h), c(cc), trace(t) {
+  Ctx(const hw::Hardware& hwf, const AfdCase& cc, sim::TraceSink* t) : hw(hwf), h(afd_hardware(hwf).read(hwf)), c(cc), trace(t) {
     sim.set_trace(t);
   }
   /// Record a kernel span (seconds) on device d.
   void kernel(int d, const std::string& role, const std::string& name, double t0, double t1) {
-    res.kernels.push_back({d, role, name, t0 / kUs, t1 / kUs});
+    res.kernels.push_back({name, t0 / kUs, t1 / kUs, d, role});
   }
 };
 
-/// A join counter: fn runs once when `need` arrivals were counted (arrivals may precede arm()).
-struct Latch {
-  int got = 0, need = -1;
-  bool fired = false;
-  std::function<void()> fn;
-  void arm(int count, std::function<void()> f) {
-    need = count;
-    fn = std::move(f);
-    check();
-  }
-  void down() { ++got; check(); }
-  void check() {
-    if (!fired && need >= 0 && got >= need && fn) { fired = true; auto g = fn; g(); }
-  }
-};
+/// The domain's GPUs on the substrate: per GPU its port into the NVLink switch, each direction at
+/// what its SMs' stores reach (nvlink.sm_store_peak) capped by the links' per-direction rate
+/// (links.per_direction), and an HBM resource at the copy epilogue's rate (memory.fabric_bandwidth x
+/// afd.epilogue_efficiency, lane "hbm_copy"); no copy engines (the transport's SMs store to peers).
+hw::GroupConfig domain_group(const AfdHw& h, int gpus) {
+  hw::GroupConfig g;
+  g.ranks = gpus;
+  g.hbm_Bps = h.fabric_bandwidth * h.epilogue_efficiency;
+  g.hbm_name = "hbm_copy";
+  g.links = hw::GroupConfig::Links::Ports;
+  g.link_Bps = std::min(h.sm_store_peak, h.link_per_direction);
+  g.link_name = "nvlink";
+  return g;
+}
 
 // ====================================== NVLink domain ============================================
 // Devices: FFN ranks 0..F-1, Attention ranks F..F+A-1 (the seed's device numbering).
@@ -123,12 +124,11 @@ void run_nvlink(Ctx& x) {
   const double tok = combine_row_bytes(c);       // combine rows (bf16)
   const double xtok = double(c.hidden) * c.dtype_bytes;  // an expanded row in the dispatch dtype
   const double dtok = dispatch_token_bytes(c);    // a dispatched token on the wire
-  const double gap = x.P("afd.kernel_gap");
-  const double nvl_lat = x.P("nvlink.latency");
-  // A GPU's NVLink egress/ingress: what its SMs' stores reach, capped by the links' per-direction rate.
-  const double port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
+  const double gap = x.h.launch_gap;
+  const double nvl_lat = x.h.nvlink_latency;
   auto& sim = x.sim;
   auto& net = x.net;
+  hw::GpuGroup grp_(sim, net, domain_group(x.h, N));
 
   // Combine stores of one FFN GPU: what its combine SMs issue in series with a device-wide peak,
   // 1/rate = 1/combine_store_peak + 1/(combine SMs x combine_store_per_sm). The measured combines keep
@@ -137,16 +137,12 @@ void run_nvlink(Ctx& x) {
   // screen at T=2048 runs its 25 MB of reduced rows at ~200 GB/s with 48 combine SMs and ~260 GB/s
   // with 64-132 (seed 004). A flat 198.5 GB/s cap (the previous model) predicted both flat (183 us;
   // 288 us, +12.05% at 132 SMs). combine_store_per_sm = 0 restores the flat cap.
-  const double per_sm = x.P("afd.combine_store_per_sm");
-  const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.P("afd.combine_store_peak") + 1.0 / (combine_sms_ffn * per_sm))
-                                      : x.P("afd.combine_store_peak");
-  std::vector<sim::ResourceId> eg(N), in(N), hbm(N), gather(N), cstore(N);
+  const double per_sm = x.h.combine_store_per_sm;
+  const double store_cap = per_sm > 0 ? 1.0 / (1.0 / x.h.combine_store_peak + 1.0 / (combine_sms_ffn * per_sm))
+                                      : x.h.combine_store_peak;
+  std::vector<sim::ResourceId> gather(N), cstore(N);
   for (int g = 0; g < N; ++g) {
-    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
-    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
-    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
-    gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.P("afd.combine_gather_peak"));
+    gather[g] = net.add_resource(fmt::format("gpu{}/combine_gather", g), x.h.combine_gather_peak);
     cstore[g] = net.add_resource(fmt::format("gpu{}/combine_store", g), store_cap);
   }
   auto dev_attn = [&](int a) { return F + a; };
@@ -157,13 +153,13 @@ void run_nvlink(Ctx& x) {
   std::vector<double> in_bytes(N, 0), rows_bytes(N, 0);
   // The role-unaware (masked) kernel does its extra layout/notify work for every rank before the
   // first payload byte, so it delays the payload and the count stores alike.
-  const double masked_disp0 = masked ? x.P("masked.dispatch_extra") + x.P("masked.per_source") * A : 0.0;
-  const double t_first = x.P("afd.dispatch_fixed") + masked_disp0;
+  const double masked_disp0 = masked ? x.h.masked_dispatch_extra + x.h.masked_per_source * A : 0.0;
+  const double t_first = x.h.dispatch_fixed + masked_disp0;
 
-  auto L_disp_all = std::make_shared<Latch>();
-  std::vector<Latch> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
-  auto L_comb_all = std::make_shared<Latch>();
-  auto L_ffn_comb_end = std::make_shared<Latch>();
+  auto L_disp_all = std::make_shared<hw::Join>();
+  std::vector<hw::Join> L_out(N), L_in(N), L_comb_out(N), L_comb_in(N);
+  auto L_comb_all = std::make_shared<hw::Join>();
+  auto L_ffn_comb_end = std::make_shared<hw::Join>();
 
   // ---- reduce epilogue at Attention ranks (and idle kernels of masked FFN ranks) ----
   auto start_reduce = [&](int d, double t0) {
@@ -175,9 +171,9 @@ void run_nvlink(Ctx& x) {
       // The partials were just written into this GPU's receive buffers by the FFN ranks' NVLink
       // stores and are read back once (largely from L2), so the reduce streams at its own rate,
       // not at the device-to-device copy rate of the expansion epilogue.
-      dur = x.P("afd.reduce_fixed") + x.P("afd.reduce_per_source") * fh + bytes / x.P("afd.reduce_bandwidth");
+      dur = x.h.reduce_fixed + x.h.reduce_per_source * fh + bytes / x.h.reduce_bandwidth;
     } else {
-      dur = x.P("masked.idle_epilogue");
+      dur = x.h.masked_idle_epilogue;
     }
     red_end[d] = t0 + dur;
     x.kernel(d, d >= F ? "attention" : "ffn", "combine_reduce_epilogue", t0, t0 + dur);
@@ -191,18 +187,18 @@ void run_nvlink(Ctx& x) {
   };
   auto ffn_combine = [&](int f) {
     comb_start[f] = sim.now();
-    const double t_send = sim.now() + x.P("afd.combine_fixed");
+    const double t_send = sim.now() + x.h.combine_fixed;
     const int Cc = channels_of(combine_sms_ffn);
     // Flows per (combine SM, Attention destination): reduced rows of the tokens whose channel
     // (t mod Cc) belongs to that SM; the SM reads every expert row it reduces.
     std::vector<sim::ResourceId> csm(combine_sms_ffn);
     for (int s = 0; s < combine_sms_ffn; ++s)
-      csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.P("afd.combine_row_rate"));
+      csm[s] = net.add_resource(fmt::format("gpu{}/combine_sm{}", f, s), x.h.combine_row_rate);
     // Latency-bound warps (Little's law): each SM's combine warps are split evenly over the N ranks
     // of the domain, whatever their role, so one destination gets warps_per_sm / N warps per SM;
     // each holds one token for combine_token_latency. This caps every (SM, destination) flow.
-    const double warps_per_dest = x.P("afd.combine_warps_per_sm") / double(N);
-    const double lane_cap = warps_per_dest * tok / x.P("afd.combine_token_latency");
+    const double warps_per_dest = x.h.combine_warps_per_sm / double(N);
+    const double lane_cap = warps_per_dest * tok / x.h.combine_token_latency;
     struct Acc { double tokens = 0, rows = 0; };
     std::vector<Acc> acc(size_t(combine_sms_ffn) * A);
     for (int a = 0; a < A; ++a)
@@ -220,27 +216,24 @@ void run_nvlink(Ctx& x) {
       // Per-destination serial tail: finish flags go out one Attention rank after another.
       int ndest = 0;
       for (int a = 0; a < A; ++a) ndest += r.tokens_to[a][f] > 0;
-      double t_end = sim.now() + x.P("afd.combine_finish") + x.P("afd.combine_per_dest") * ndest;
-      if (c.grid_sync_exit) t_end += x.P("afd.grid_sync_exit");
-      if (masked) { L_comb_all->down(); return; }
+      double t_end = sim.now() + x.h.combine_finish + x.h.combine_per_dest * ndest;
+      if (c.grid_sync_exit) t_end += x.h.grid_sync_exit;
+      if (masked) { L_comb_all->arrive(); return; }
       finish_attention_combine(f, t_end);
-      sim.at(t_end, [&] { L_ffn_comb_end->down(); });  // the Attention ranks see the FFN's exit
+      sim.at(t_end, [&] { L_ffn_comb_end->arrive(); });  // the Attention ranks see the FFN's exit
     });
     for (int s = 0; s < combine_sms_ffn; ++s)
       for (int a = 0; a < A; ++a) {
         const Acc& q = acc[size_t(s) * A + a];
         if (q.tokens <= 0) continue;
         const double w = q.rows / q.tokens;
-        sim::FlowSpec fs;
-        fs.name = fmt::format("combine f{}->a{} sm{}", f, a, s);
-        fs.bytes = q.tokens * tok;
-        fs.path = {{csm[s], w}, {gather[f], w}, {cstore[f], 1.0}, {eg[f], 1.0}, {in[dev_attn(a)], 1.0}};
-        fs.rate_cap_Bps = lane_cap;
-        fs.start_latency = (t_send - sim.now()) + nvl_lat;
-        fs.lane = fmt::format("gpu{}/combine_flows", f);
+        // The SM's reduced rows, stored over the switch into the Attention rank (the landing is not
+        // charged: the reduce epilogue reads them back, at its own rate).
         const int da = dev_attn(a);
-        fs.on_done = [&, f, da] { L_comb_out[f].down(); L_comb_in[da].down(); };
-        net.start(std::move(fs));
+        grp_.remote_store({.writer = f, .dest = da, .bytes = q.tokens * tok, .rate_cap = lane_cap,
+                           .start_latency = (t_send - sim.now()) + nvl_lat, .name = fmt::format("combine f{}->a{} sm{}", f, a, s),
+                           .lane = fmt::format("gpu{}/combine_flows", f), .via = {{csm[s], w}, {gather[f], w}, {cstore[f], 1.0}},
+                           .land = false, .on_done = [&, f, da] { L_comb_out[f].arrive(); L_comb_in[da].arrive(); }});
       }
   };
 
@@ -253,28 +246,23 @@ void run_nvlink(Ctx& x) {
       // pass the trigger once their sends are out, masked.idle_launch_lead before the domain-wide
       // end; the kernel then waits in its grid-dependency sync for the dispatch to complete and
       // exits masked.idle_tail later, having nothing to copy.
-      const double t1 = t0 + x.P("masked.idle_tail");
+      const double t1 = t0 + x.h.masked_idle_tail;
       epi_end[d] = t1;
-      x.kernel(d, "attention", "dispatch_copy_epilogue", t0 - x.P("masked.idle_launch_lead"), t1);
+      x.kernel(d, "attention", "dispatch_copy_epilogue", t0 - x.h.masked_idle_launch_lead, t1);
       sim.at(t1 + gap, [&, d] { comb_start[d] = sim.now(); });
       return;
     }
-    sim::FlowSpec fs;
-    fs.name = fmt::format("expand gpu{}", d);
-    fs.bytes = in_bytes[d] + rows_bytes[d];
-    fs.path = {{hbm[d], 1.0}};
-    fs.start_latency = x.P("afd.epilogue_fixed");
-    fs.on_done = [&, d] {
+    grp_.stream({.rank = d, .name = fmt::format("expand gpu{}", d), .bytes = in_bytes[d] + rows_bytes[d],
+                 .start_latency = x.h.epilogue_fixed, .on_done = [&, d] {
       epi_end[d] = sim.now();
       // Launched (programmatic dependent launch) at the earlier of two triggers: every source's
       // count arrived (epi_start), or dispatch_impl's blocks passed their own launch trigger on the
       // way out, which precedes its recorded end by the path's exit lead (the afd FFN receive
       // kernel's notify-warp trigger and exit differ from the role-unaware masked kernel's).
-      const double lead = masked ? x.P("masked.dispatch_exit_lead") : x.P("afd.dispatch_exit_lead");
+      const double lead = masked ? x.h.masked_dispatch_exit_lead : x.h.dispatch_exit_lead;
       x.kernel(d, "ffn", "dispatch_copy_epilogue", std::min(epi_start[d], disp_end[d] - lead), sim.now());
       sim.after(gap, [&, d] { ffn_combine(d); });
-    };
-    net.start(std::move(fs));
+    }});
   };
 
   // ---- dispatch ----
@@ -316,7 +304,7 @@ void run_nvlink(Ctx& x) {
     for (int s = 0; s < sms; ++s)
       for (int f = 0; f < F; ++f)
         if (grp[(size_t(a) * sms + s) * F + f].tokens > 0) { ++out_flows[a]; ++in_flows[f]; ++total_flows; }
-  const double fin = x.P("afd.dispatch_finish");
+  const double fin = x.h.dispatch_finish;
   L_disp_all->arm(total_flows, [&, fin] {
     if (!masked) return;
     const double t_end = sim.now() + fin;
@@ -333,8 +321,8 @@ void run_nvlink(Ctx& x) {
   for (int a = 0; a < A; ++a)
     for (int s = 0; s < sms; ++s)
       sm_res[size_t(a) * sms + s] = net.add_resource(fmt::format("gpu{}/transport_sm{}", dev_attn(a), s),
-                                                     x.P("afd.sm_store_rate"));
-  const double tser = x.P("afd.token_serial");
+                                                     x.h.sm_store_rate);
+  const double tser = x.h.token_serial;
   // Count trigger (seed 004 streaming_expand_timing_bound: counts only precede the payload when
   // the payload warps are held back): source a's count store leaves behind the payload it emitted
   // first, share x T x dtok bytes of its egress; its flows are split there, and the FFN's epilogue
@@ -342,44 +330,43 @@ void run_nvlink(Ctx& x) {
   std::vector<double> egress(A, 0.0), count_at(A, 0.0);
   for (int a = 0; a < A; ++a)
     for (int f = 0; f < F; ++f) egress[a] += r.tokens_to[a][f] * dtok;
-  std::vector<Latch> L_count(A);
-  auto L_counts_all = std::make_shared<Latch>();
+  std::vector<hw::Join> L_count(A);
+  auto L_counts_all = std::make_shared<hw::Join>();
   L_counts_all->arm(A, [&] {
     double t = 0;
     for (int a = 0; a < A; ++a) t = std::max(t, count_at[a]);
     // The count store rides behind the payload part already delivered (its NVLink latency is in
     // that flow's); the role-unaware masked kernel publishes it masked.count_delay later (its
     // notify covers every rank of the domain, not just the FFN ranks).
-    for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.P("masked.count_delay") : 0.0);
+    for (int f = 0; f < F; ++f) epi_start[f] = t + (masked ? x.h.masked_count_delay : 0.0);
   });
   for (int a = 0; a < A; ++a)
-    L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->down(); });
-  const double share = x.P("afd.count_issue_share");
+    L_count[a].arm(out_flows[a], [&, a] { count_at[a] = sim.now(); L_counts_all->arrive(); });
+  const double share = x.h.count_issue_share;
   for (int a = 0; a < A; ++a) {
     const double q = egress[a] > 0 ? std::min(1.0, share * T * dtok / egress[a]) : 1.0;
     for (int s = 0; s < sms; ++s)
       for (int f = 0; f < F; ++f) {
         const Grp& g = grp[(size_t(a) * sms + s) * F + f];
         if (g.tokens <= 0) continue;
-        const std::vector<sim::PathHop> path = {{sm_res[size_t(a) * sms + s], 1.0}, {eg[dev_attn(a)], 1.0}, {in[f], 1.0}};
+        // The transport SM's stores over the switch into the FFN rank (landing not charged), in two
+        // parts around the count store.
+        const sim::ResourceId sm = sm_res[size_t(a) * sms + s];
         const double bytes = g.tokens * dtok;
-        sim::FlowSpec fs;
-        fs.name = fmt::format("dispatch a{}->f{} sm{} (before count)", a, f, s);
-        fs.bytes = q * bytes;
-        fs.path = path;
-        fs.start_latency = t_first + nvl_lat + tser * g.chain;
-        fs.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
-        fs.on_done = [&, a, f, s, bytes, q, path] {
-          L_count[a].down();
-          sim::FlowSpec rest;
-          rest.name = fmt::format("dispatch a{}->f{} sm{} (after count)", a, f, s);
-          rest.bytes = (1.0 - q) * bytes;
-          rest.path = path;
-          rest.lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a));
-          rest.on_done = [&, a, f] { L_out[a].down(); L_in[f].down(); L_disp_all->down(); };
-          net.start(std::move(rest));
-        };
-        net.start(std::move(fs));
+        grp_.remote_store({.writer = dev_attn(a), .dest = f, .bytes = q * bytes, .start_latency = t_first + nvl_lat + tser * g.chain,
+                           .name = fmt::format("dispatch a{}->f{} sm{} (before count)", a, f, s),
+                           .lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a)), .via = {{sm, 1.0}}, .land = false,
+                           .on_done = [&, a, f, s, bytes, q, sm] {
+                             L_count[a].arrive();
+                             grp_.remote_store({.writer = dev_attn(a), .dest = f, .bytes = (1.0 - q) * bytes,
+                                                .name = fmt::format("dispatch a{}->f{} sm{} (after count)", a, f, s),
+                                                .lane = fmt::format("gpu{}/dispatch_flows", dev_attn(a)), .via = {{sm, 1.0}},
+                                                .land = false, .on_done = [&, a, f] {
+                                                  L_out[a].arrive();
+                                                  L_in[f].arrive();
+                                                  L_disp_all->arrive();
+                                                }});
+                           }});
       }
   }
 
@@ -389,16 +376,16 @@ void run_nvlink(Ctx& x) {
     double t = sim.now() + nvl_lat;
     for (int a = 0; a < A; ++a) {
       const int d = dev_attn(a);
-      const double t_min = comb_start[d] + x.P("afd.combine_fixed") + x.P("afd.combine_finish");
+      const double t_min = comb_start[d] + x.h.combine_fixed + x.h.combine_finish;
       finish_attention_combine(d, std::max(t, t_min));
     }
   });
   const int masked_comb = F;
   if (masked)
     L_comb_all->arm(masked_comb, [&] {
-      const double t_end = sim.now() + x.P("afd.combine_finish") + x.P("masked.combine_extra") +
-                           x.P("masked.per_source") * A +
-                           (c.grid_sync_exit ? x.P("afd.grid_sync_exit") : 0.0);
+      const double t_end = sim.now() + x.h.combine_finish + x.h.masked_combine_extra +
+                           x.h.masked_per_source * A +
+                           (c.grid_sync_exit ? x.h.grid_sync_exit : 0.0);
       for (int d = 0; d < N; ++d) finish_attention_combine(d, std::max(t_end, comb_start[d]));
     });
 
@@ -409,17 +396,17 @@ void run_nvlink(Ctx& x) {
   // ---- results ----
   double span = 0;
   for (int a = 0; a < A; ++a) span = std::max(span, red_end[dev_attn(a)]);
-  const double period = span + x.P("afd.exchange_gap");
+  const double period = span + x.h.exchange_gap;
   // Attention dispatch kernels start at 0; every rank relaunches its dispatch one exchange gap
   // after its own previous exchange ended (steady state, one period earlier): FFN ranks therefore
   // start waiting before the Attention ranks do.
   for (int a = 0; a < A; ++a) x.kernel(dev_attn(a), "attention", "dispatch_impl", 0.0, disp_end[dev_attn(a)]);
   for (int f = 0; f < F; ++f) {
     const double last = masked ? red_end[f] : comb_end[f];
-    const double start = std::min(0.0, last - period + x.P("afd.exchange_gap"));
+    const double start = std::min(0.0, last - period + x.h.exchange_gap);
     x.kernel(f, "ffn", "dispatch_impl", start, disp_end[f]);
   }
-  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const hw::Span& p, const hw::Span& q) {
     return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
   });
   x.res.span_us = span / kUs;
@@ -427,9 +414,9 @@ void run_nvlink(Ctx& x) {
   if (c.view == "collect") {
     double collect = 0;
     for (int a = 0; a < A; ++a) collect = std::max(collect, comb_end[dev_attn(a)]);
-    x.res.exchange_us = (collect + x.P("afd.collect_offset")) / kUs;
+    x.res.exchange_us = (collect + x.h.collect_offset) / kUs;
   } else {
-    x.res.exchange_us = (span + x.P("afd.timer_offset")) / kUs;
+    x.res.exchange_us = (span + x.h.timer_offset) / kUs;
   }
   x.res.channels = C;
   double tb = 0;
@@ -453,14 +440,13 @@ void run_pods(Ctx& x) {
                dtok = dispatch_token_bytes(c);
   auto& sim = x.sim;
   auto& net = x.net;
-  const double gap = x.P("afd.kernel_gap"), wire = x.P("nic.wire_latency");
-  const double nicbw = x.P("nic.payload_bandwidth"),
-               port = std::min(x.P("nvlink.sm_store_peak"), x.P("nvlink.per_direction"));
-  const double t_db = x.P("nic.doorbell_cost"), t_req = x.P("nic.atomic_requester_cost"),
-               t_resp = x.P("nic.atomic_responder_cost"), t_cpl = x.P("nic.completion_cost"),
-               t_poll = x.P("nic.full_queue_poll");
-  const int depth = int(x.P("nic.queue_depth"));
-  const int qps_per_peer = std::min<int>(int(x.P("nic.qps_per_peer")), sms);
+  const double gap = x.h.launch_gap, wire = x.h.nic_wire_latency;
+  const double nicbw = x.h.nic_payload_bandwidth;
+  const double t_db = x.h.nic_doorbell_cost, t_req = x.h.nic_atomic_requester_cost,
+               t_resp = x.h.nic_atomic_responder_cost, t_cpl = x.h.nic_completion_cost,
+               t_poll = x.h.nic_full_queue_poll;
+  const int depth = int(x.h.nic_queue_depth);
+  const int qps_per_peer = std::min<int>(int(x.h.nic_qps_per_peer), sms);
   auto dev = [&](int a) { return F + a; };
   auto rail = [&](int a) { return (a % P) % F; };
 
@@ -472,7 +458,10 @@ void run_pods(Ctx& x) {
     const int l = g < F ? g : (g - F) % P;  // local index within its pod
     return g - l + (l / gpus_per_nic) * gpus_per_nic;
   };
-  std::vector<sim::ResourceId> tx(N), rx(N), eg(N), in(N), fwd(F), hbm(N);
+  // The GPUs' NVLink ports and copy-epilogue HBM from the substrate; the NICs (the pods' own
+  // resources: payload per direction, atomic units) and the FFN forwarders are the model's.
+  hw::GpuGroup grp_(sim, net, domain_group(x.h, N));
+  std::vector<sim::ResourceId> tx(N), rx(N), fwd(F);
   for (int g = 0; g < N; ++g) {
     if (nic_of(g) == g) {
       tx[g] = net.add_resource(fmt::format("nic{}/tx", g), nicbw);
@@ -481,12 +470,8 @@ void run_pods(Ctx& x) {
       tx[g] = tx[nic_of(g)];
       rx[g] = rx[nic_of(g)];
     }
-    eg[g] = net.add_resource(fmt::format("gpu{}/nvlink_out", g), port);
-    in[g] = net.add_resource(fmt::format("gpu{}/nvlink_in", g), port);
-    hbm[g] = net.add_resource(fmt::format("gpu{}/hbm_copy", g),
-                              x.P("gpu.hbm_copy_bandwidth") * x.P("afd.epilogue_efficiency"));
   }
-  for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.P("hybrid.forward_bandwidth"));
+  for (int f = 0; f < F; ++f) fwd[f] = net.add_resource(fmt::format("gpu{}/forwarder", f), x.h.hybrid_forward_bandwidth);
   std::vector<std::unique_ptr<sim::OpServer>> nic_servers;
   std::vector<sim::OpServer*> req(N), resp(N);
   for (int g = 0; g < N; ++g) {
@@ -550,19 +535,19 @@ void run_pods(Ctx& x) {
   };
 
   std::vector<double> disp_end(N, 0), epi_end(N, 0), comb_start(N, 0), comb_end(N, 0), done_end(N, 0);
-  std::vector<Latch> L_ffn_disp(F), L_attn_disp(A), L_ffn_comb(F), L_attn_comb(A), L_fwd_in(F);
-  std::vector<Latch> L_ffn_exit(F);
+  std::vector<hw::Join> L_ffn_disp(F), L_attn_disp(A), L_ffn_comb(F), L_attn_comb(A), L_fwd_in(F);
+  std::vector<hw::Join> L_ffn_exit(F);
 
   // ------------------------------------------------------------------ combine ----
   auto attn_combine_done = [&](int a) {
     const int d = dev(a);
-    comb_end[d] = sim.now() + x.P("afd.combine_finish");
+    comb_end[d] = sim.now() + x.h.combine_finish;
     x.kernel(d, "attention", "hybrid_combine", comb_start[d], comb_end[d]);
-    for (int f = 0; f < F; ++f) L_ffn_exit[f].down();
+    for (int f = 0; f < F; ++f) L_ffn_exit[f].arrive();
   };
   auto ffn_combine = [&](int f) {
     comb_start[f] = sim.now();
-    const double t0 = x.P("hybrid.combine_fixed");
+    const double t0 = x.h.hybrid_combine_fixed;
     // Serial per-source chain (AFD.md): the expert warp sends up to 4S rows, then S reduce+put steps.
     int max_pairs = 0;
     {
@@ -572,8 +557,8 @@ void run_pods(Ctx& x) {
           if (r.hits[a][t] >> f & 1) max_pairs = std::max(max_pairs, ++pairs[channel_of(t, a, A, C, c.rotate_channels)]);
     }
     const int nsrc = int(srcs[f].size());
-    const double chain = max_pairs * x.P("hybrid.combine_row_serial") +
-                         (c.hybrid ? nsrc * x.P("hybrid.reduce_put_per_source") : 0.0);
+    const double chain = max_pairs * x.h.hybrid_combine_row_serial +
+                         (c.hybrid ? nsrc * x.h.hybrid_reduce_put_per_source : 0.0);
     // Payload: the reduced rows back to every source (over its rail forwarder in hybrid).
     std::vector<std::pair<int, double>> flows;  // (source, bytes)
     for (int a : srcs[f]) {
@@ -584,7 +569,7 @@ void run_pods(Ctx& x) {
     L_ffn_comb[f].arm(nfl + 1, [&, f] {
       // Finish atomics: one per (channel, source), C*S per FFN NIC (AFD.md); each with its own
       // WQE, doorbell and completion. What-ifs: skip empty channels / inline data-less finishes.
-      auto L_post = std::make_shared<Latch>();
+      auto L_post = std::make_shared<hw::Join>();
       int groups = 0;
       std::vector<std::tuple<int, int, int, int, int>> todo;  // a, sm, posts, resp_ops, inline
       for (int a : srcs[f]) {
@@ -599,23 +584,23 @@ void run_pods(Ctx& x) {
         }
       }
       L_post->arm(groups, [&, f] {
-        comb_end[f] = sim.now() + x.P("afd.combine_finish");
+        comb_end[f] = sim.now() + x.h.combine_finish;
         x.kernel(f, "ffn", "hybrid_combine", comb_start[f], comb_end[f]);
         sim.at(comb_end[f] + gap, [&, f] {
           const double t1 = sim.now();
           L_ffn_exit[f].arm(A, [&, f, t1] {
             const double e = std::max(sim.now() + wire, t1) +
-                             x.P("hybrid.exit_per_source") * double(A);
+                             x.h.hybrid_exit_per_source * double(A);
             done_end[f] = e;
             x.kernel(f, "ffn", "afdep_ffn_complete", t1, e);
           });
         });
-        for (int a : srcs[f]) L_attn_comb[a].down();
+        for (int a : srcs[f]) L_attn_comb[a].arrive();
       });
       for (auto& [a, s, posts, rops, inl] : todo)
-        post_group(f, dev(a), s, posts, rops, inl, true, [L_post] { L_post->down(); });
+        post_group(f, dev(a), s, posts, rops, inl, true, [L_post] { L_post->arrive(); });
     });
-    sim.after(t0 + chain, [&, f] { L_ffn_comb[f].down(); });
+    sim.after(t0 + chain, [&, f] { L_ffn_comb[f].arrive(); });
     for (auto& [a, b] : flows) {
       sim::FlowSpec fs;
       fs.name = fmt::format("combine f{}->a{}", f, a);
@@ -625,7 +610,7 @@ void run_pods(Ctx& x) {
       fs.start_latency = t0 + wire;
       fs.lane = fmt::format("nic{}/payload", f);
       x.res.nics[f].payload_writes += 1;
-      fs.on_done = [&, f, a = a] { L_ffn_comb[f].down(); L_attn_comb[a].down(); };
+      fs.on_done = [&, f, a = a] { L_ffn_comb[f].arrive(); L_attn_comb[a].arrive(); };
       net.start(std::move(fs));
     }
   };
@@ -642,22 +627,17 @@ void run_pods(Ctx& x) {
     const double t0 = sim.now();
     double bytes = 0;
     for (int a = 0; a < A; ++a) bytes += r.tokens_to[a][f] * dtok + r.rows_to[a][f] * xtok;
-    sim::FlowSpec fs;
-    fs.name = fmt::format("expand gpu{}", f);
-    fs.bytes = bytes;
-    fs.path = {{hbm[f], 1.0}};
-    fs.start_latency = x.P("afd.epilogue_fixed");
-    fs.on_done = [&, f, t0] {
-      epi_end[f] = sim.now();
-      x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
-      sim.after(gap, [&, f] { ffn_combine(f); });
-    };
-    net.start(std::move(fs));
+    grp_.stream({.rank = f, .name = fmt::format("expand gpu{}", f), .bytes = bytes, .start_latency = x.h.epilogue_fixed,
+                 .on_done = [&, f, t0] {
+                   epi_end[f] = sim.now();
+                   x.kernel(f, "ffn", "dispatch_copy_epilogue", t0, sim.now());
+                   sim.after(gap, [&, f] { ffn_combine(f); });
+                 }});
   };
 
   // ------------------------------------------------------------------ dispatch ----
-  const double t_disp = x.P("hybrid.dispatch_fixed") + (c.hybrid ? 0.0 : x.P("hybrid.direct_fixed")) +
-                        (masked && c.hybrid ? x.P("hybrid.masked_extra") + x.P("hybrid.masked_per_source") * S : 0.0);
+  const double t_disp = x.h.hybrid_dispatch_fixed + (c.hybrid ? 0.0 : x.h.hybrid_direct_fixed) +
+                        (masked && c.hybrid ? x.h.hybrid_masked_extra + x.h.hybrid_masked_per_source * S : 0.0);
   // FFN f's dispatch ends when (i) all C*S finish atomics of its sources were served, (ii) the
   // serial forwarding of the tokens on its busiest channel is done and (iii) every payload byte
   // addressed to it (RDMA + NVLink forward) arrived.
@@ -682,12 +662,12 @@ void run_pods(Ctx& x) {
     }
   }
   std::vector<double> atomics_done(F, 0);
-  std::vector<Latch> L_atomics(F);
+  std::vector<hw::Join> L_atomics(F);
   for (int g = 0; g < F; ++g) {
     // forwarders feeding g: every rail FFN in hybrid (their chains), itself in direct mode.
     const int fw = c.hybrid ? F : 0;
     L_ffn_disp[g].arm(ffn_in_flows[g] + fw + (c.hybrid ? 0 : 1), [&, g] {
-      disp_end[g] = sim.now() + x.P("afd.dispatch_finish");
+      disp_end[g] = sim.now() + x.h.dispatch_finish;
       x.kernel(g, "ffn", "hybrid_dispatch", 0.0, disp_end[g]);
       sim.at(disp_end[g] + gap, [&, g] { ffn_epilogue(g); });
     });
@@ -698,10 +678,10 @@ void run_pods(Ctx& x) {
     L_atomics[f].arm(groups, [&, f] {
       atomics_done[f] = sim.now();
       if (c.hybrid) {
-        const double chain = fwd_chain[f] * x.P("hybrid.forward_per_token");
-        sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].down(); });
+        const double chain = fwd_chain[f] * x.h.hybrid_forward_per_token;
+        sim.after(chain, [&] { for (int g = 0; g < F; ++g) L_ffn_disp[g].arrive(); });
       } else {
-        L_ffn_disp[f].down();
+        L_ffn_disp[f].arrive();
       }
     });
   }
@@ -712,7 +692,7 @@ void run_pods(Ctx& x) {
     L_attn_disp[a].arm(nfl, [&, a] {
       // Finish atomics: one per (channel, FFN rank): C*F posts at the Attention NIC (AFD.md); the
       // rail FFN NIC serves one per (channel, source): C*S at each FFN NIC.
-      auto L_post = std::make_shared<Latch>();
+      auto L_post = std::make_shared<hw::Join>();
       std::vector<std::tuple<int, int, int, int, int>> todo;  // to, sm, posts, resp_ops, inline
       for (int f = 0; f < F; ++f) {
         bool is_src = false;
@@ -727,14 +707,14 @@ void run_pods(Ctx& x) {
         }
       }
       L_post->arm(int(todo.size()), [&, a] {
-        disp_end[dev(a)] = sim.now() + x.P("afd.dispatch_finish");
+        disp_end[dev(a)] = sim.now() + x.h.dispatch_finish;
         x.kernel(dev(a), "attention", "hybrid_dispatch", 0.0, disp_end[dev(a)]);
         sim.at(disp_end[dev(a)] + gap, [&, a] { comb_start[dev(a)] = sim.now(); });
       });
       for (auto& [f, s, nposts, rops, inl] : todo)
         post_group(dev(a), f, s, nposts, rops, inl, false, [&, L_post, f = f] {
-          L_atomics[f].down();
-          L_post->down();
+          L_atomics[f].arrive();
+          L_post->arrive();
         });
     });
   }
@@ -746,12 +726,13 @@ void run_pods(Ctx& x) {
     fs.path = {{tx[dev(d.a)], d.ib_weight}, {rx[rf], d.ib_weight}};
     if (c.hybrid) {
       fs.path.push_back({fwd[rf], 1.0});
-      if (rf != d.g) { fs.path.push_back({eg[rf], 1.0}); fs.path.push_back({in[d.g], 1.0}); }
+      if (rf != d.g)  // the rail FFN forwards over NVLink: its port out, the destination's port in
+        for (const auto& h : grp_.route(rf, d.g)) fs.path.push_back(h);
     }
     fs.start_latency = t_disp + wire;
     fs.lane = fmt::format("nic{}/payload", dev(d.a));
     x.res.nics[dev(d.a)].payload_writes += 1;
-    fs.on_done = [&, a = d.a, g = d.g] { L_attn_disp[a].down(); L_ffn_disp[g].down(); };
+    fs.on_done = [&, a = d.a, g = d.g] { L_attn_disp[a].arrive(); L_ffn_disp[g].arrive(); };
     net.start(std::move(fs));
   }
 
@@ -760,14 +741,14 @@ void run_pods(Ctx& x) {
   double span = 0, ffn_span = 0;
   for (int a = 0; a < A; ++a) span = std::max(span, comb_end[dev(a)]);
   for (int f = 0; f < F; ++f) ffn_span = std::max(ffn_span, done_end[f]);
-  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const KernelSpan& p, const KernelSpan& q) {
+  std::sort(x.res.kernels.begin(), x.res.kernels.end(), [](const hw::Span& p, const hw::Span& q) {
     return p.device != q.device ? p.device < q.device : p.start_us < q.start_us;
   });
   // Steady state: the next exchange cannot start before the FFN pod's exit barrier completes.
   const double cycle = std::max(span, ffn_span);
   x.res.span_us = span / kUs;
-  x.res.period_us = (cycle + x.P("afd.exchange_gap")) / kUs;
-  x.res.exchange_us = (cycle + x.P("afd.timer_offset")) / kUs;
+  x.res.period_us = (cycle + x.h.exchange_gap) / kUs;
+  x.res.exchange_us = (cycle + x.h.timer_offset) / kUs;
   x.res.channels = C;
   x.res.cross_node = true;
   x.res.extra["sources_per_ffn_nic"] = double(srcs[0].size());
@@ -783,27 +764,11 @@ bool AfdCase::was_given(const std::string& key) const {
 
 bool has_nic_path(const hw::Hardware& hw) { return hw.topology_kind() == "pods"; }
 
-const std::vector<std::string>& hardware_keys(const hw::Hardware& hw) {
-  // The hardware parameters each topology's model reads (run_nvlink / run_pods); the registry cannot
-  // mark them required, since the NVLink domain and the pods read different sets.
-  static const std::vector<std::string> nvlink_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.latency", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish", "afd.combine_fixed",
-      "afd.combine_gather_peak", "afd.combine_per_dest", "afd.combine_row_rate", "afd.combine_store_peak",
-      "afd.combine_store_per_sm", "afd.combine_token_latency", "afd.combine_warps_per_sm", "afd.count_issue_share",
-      "afd.dispatch_exit_lead", "afd.dispatch_finish", "afd.dispatch_fixed", "afd.epilogue_efficiency",
-      "afd.epilogue_fixed", "afd.exchange_gap", "afd.grid_sync_exit", "afd.kernel_gap", "afd.reduce_bandwidth",
-      "afd.reduce_fixed", "afd.reduce_per_source", "afd.sm_store_rate", "afd.token_serial", "masked.combine_extra",
-      "masked.count_delay", "masked.dispatch_exit_lead", "masked.dispatch_extra", "masked.idle_epilogue",
-      "masked.idle_launch_lead", "masked.idle_tail", "masked.per_source", "afd.collect_offset", "afd.timer_offset"};
-  static const std::vector<std::string> pods_keys{
-      "gpu.hbm_copy_bandwidth", "nvlink.per_direction", "nvlink.sm_store_peak", "afd.combine_finish",
-      "afd.dispatch_finish", "afd.epilogue_efficiency", "afd.epilogue_fixed", "afd.exchange_gap", "afd.kernel_gap",
-      "afd.timer_offset", "hybrid.combine_fixed", "hybrid.combine_row_serial", "hybrid.direct_fixed",
-      "hybrid.dispatch_fixed", "hybrid.exit_per_source", "hybrid.forward_bandwidth", "hybrid.forward_per_token",
-      "hybrid.masked_extra", "hybrid.masked_per_source", "hybrid.reduce_put_per_source", "nic.atomic_requester_cost",
-      "nic.atomic_responder_cost", "nic.completion_cost", "nic.doorbell_cost", "nic.full_queue_poll",
-      "nic.payload_bandwidth", "nic.qps_per_peer", "nic.queue_depth", "nic.wire_latency"};
-  return hw.topology_kind() == "pods" ? pods_keys : nvlink_keys;
+std::vector<std::string> hardware_keys(const hw::Hardware& hw) {
+  std::vector<std::string> keys;
+  for (const auto& r : afd_hardware(hw).reads())
+    if (r.required()) keys.push_back(r.decl.key);
+  return keys;
 }
 
 int gpus_per_nic(const hw::Hardware& hw) { return nic_sharing(hw); }
@@ -825,11 +790,9 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
           hw.name(), missing.size(), hw.topology_kind(), fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 8), ", "),
           missing.size() > 8 ? fmt::format(" and {} more", missing.size() - 8) : ""));
   }
-  // Every message quotes the key first: the scenario loader points at the line of the first quoted
-  // word that is a param key.
-  auto bad = [](const std::string& k, const std::string& m) {
-    throw std::invalid_argument(fmt::format("afd case: '{}' {}", k, m));
-  };
+  // Every message quotes the key first; the error carries it (models::ParamError), so the scenario
+  // runner points at that key's line.
+  auto bad = [](const std::string& k, const std::string& m) { throw models::ParamError(k, fmt::format("afd case: '{}' {}", k, m)); };
   if (c.path != "afd" && c.path != "afd_shared" && c.path != "masked")
     bad("path", "must be afd, afd_shared or masked, got '" + c.path + "'");
   if (c.view != "span" && c.view != "collect") bad("view", "must be span or collect, got '" + c.view + "'");
@@ -849,7 +812,7 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
     bad("attention_ranks", fmt::format("+ 'ffn_ranks' = {} exceeds the {} GPUs of {}", c.attention_ranks + c.ffn_ranks, hw.gpus(), hw.name()));
   if (c.tokens < 1 || c.tokens > kMaxTokens)
     bad("tokens", fmt::format("must be in 1..{} (tokens per Attention rank), got {}", kMaxTokens, c.tokens));
-  const int sm = int(hw.get_or("gpu.sm_count", 132));
+  const int sm = int(afd_hardware(hw).read(hw).compute_units);
   if (c.transport_sms < 1 || c.transport_sms > sm) bad("transport_sms", fmt::format("must be in 1..{}, got {}", sm, c.transport_sms));
   if (c.combine_sms < 0 || c.combine_sms > sm) bad("combine_sms", fmt::format("must be in 0..{}, got {}", sm, c.combine_sms));
   if (c.ffn_combine_sms < 0 || c.ffn_combine_sms > sm)
@@ -905,7 +868,7 @@ AfdResult simulate_afd(const hw::Hardware& hw, const AfdCase& c, sim::TraceSink*
   }
   if (trace) {
     for (const auto& k : x.res.kernels)
-      trace->slice(fmt::format("gpu{}/kernels", k.device), k.kernel, k.start_us * kUs, k.end_us * kUs,
+      trace->slice(fmt::format("gpu{}/kernels", k.device), k.name, k.start_us * kUs, k.end_us * kUs,
                    {{"role", k.role}});
   }
   return x.res;

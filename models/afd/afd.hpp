@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/group.hpp"
 #include "hw/hardware.hpp"
 #include "sim/trace.hpp"
 
@@ -85,14 +86,6 @@ struct Routing {
 Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int capacity,
               uint64_t seed);
 
-/// One kernel on one device: times in us relative to the first Attention rank's dispatch start.
-struct KernelSpan {
-  int device = 0;
-  std::string role;    ///< attention | ffn
-  std::string kernel;  ///< dispatch_impl, dispatch_copy_epilogue, combine_impl, ...
-  double start_us = 0, end_us = 0;
-};
-
 /// NIC operations of one round trip (dispatch + combine) at one NIC.
 struct NicOps {
   int device = 0;
@@ -108,7 +101,9 @@ struct AfdResult {
   double exchange_us = 0;    ///< the seed's metric for the case's view (AfdCase::view), us
   double span_us = 0;        ///< first Attention dispatch start to last Attention kernel end (us)
   double period_us = 0;      ///< span + exchange gap (steady-state period, us)
-  std::vector<KernelSpan> kernels;
+  /// Each device's kernels (name dispatch_impl, dispatch_copy_epilogue, combine_impl, ...; role
+  /// attention | ffn), times in us relative to the first Attention rank's dispatch start.
+  std::vector<hw::Span> kernels;
   std::vector<NicOps> nics;  ///< cross-node only
   int channels = 0;
   bool cross_node = false;
@@ -118,9 +113,9 @@ struct AfdResult {
   std::string note;
 };
 
-/// The hardware parameters the AFD model reads on `hw`'s topology (the NVLink domain or InfiniBand
-/// pods): the model's required set for that hardware.
-const std::vector<std::string>& hardware_keys(const hw::Hardware& hw);
+/// The hardware parameters the AFD model requires on `hw`'s topology (the NVLink domain or InfiniBand
+/// pods), derived from afd_hardware(hw) (models/afd/hardware.hpp).
+std::vector<std::string> hardware_keys(const hw::Hardware& hw);
 /// GPUs per NIC on a pods topology: topology gpus_per_node / nics_per_node (both absent: one NIC per
 /// GPU). Errors: std::invalid_argument naming the hardware when only one is given, or when the ratio
 /// is not a whole number that divides gpus_per_pod (more NICs than GPUs per node is not modelled).
@@ -139,9 +134,8 @@ std::vector<std::string> missing_hardware_keys(const hw::Hardware& hw);
  * nics_per_node > 1. With `hybrid`, ffn_ranks must equal gpus_per_pod (one FFN GPU per rail).
  * trace (optional): one lane per device's kernels ("gpuN/kernels") and per NIC ("nicN/requester",
  * "nicN/responder"), plus the engine's own flow lanes.
- * Errors: std::invalid_argument whose first quoted word is the offending key ("afd case: 'tokens'
- * must be in 1..1048576, got 0") for impossible cases (ranks < 1, T outside 1..kMaxTokens, SMs out
- * of 1..gpu.sm_count, unknown path, split not fitting the hardware, an InfiniBand-only switch on
+ * Errors: models::ParamError carrying the offending key ("afd case: 'tokens' must be in 1..1048576,
+ * got 0") for impossible cases (ranks < 1, T outside 1..kMaxTokens, SMs out of 1..gpu.compute_units, unknown path, split not fitting the hardware, an InfiniBand-only switch on
  * hardware without a NIC, hybrid with ffn_ranks != gpus_per_pod, a NIC ratio that does not divide
  * a pod); std::out_of_range if the hardware file lacks a parameter the model needs.
  */

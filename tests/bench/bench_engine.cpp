@@ -1,9 +1,11 @@
 // Engine and scenario speed (Google Benchmark). Run: build/bench_engine
 #include <benchmark/benchmark.h>
 
-#include "models/gemm_ar.hpp"
-#include "models/params.hpp"
-#include "models/scenario.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 #include "sim/flow.hpp"
 #include "sim/simulation.hpp"
 
@@ -47,9 +49,9 @@ BENCHMARK(BM_FusedSdmaCase)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond
 
 // The whole default scenario (every case of scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml).
 static void BM_Scenario(benchmark::State& state) {
-  const auto sc = models::Scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
-  const auto hw = models::load_scenario_hardware(sc);
-  for (auto _ : state) benchmark::DoNotOptimize(models::run_scenario(sc, hw));
+  const auto sc = scenario::load(FUSESIM_SOURCE_DIR "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");
+  const auto hw = scenario::load_hardware(sc);
+  for (auto _ : state) benchmark::DoNotOptimize(scenario::run(sc, hw));
   state.counters["cases"] = double(sc.cases.size());
 }
 BENCHMARK(BM_Scenario)->Unit(benchmark::kMillisecond);

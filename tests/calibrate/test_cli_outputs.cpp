@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/io.hpp"
-#include "models/params.hpp"
+#include "models/model.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {
@@ -114,30 +114,33 @@ TEST(CliOutputs, ReplacedFileKeepsItsModeAndALinkIsWrittenThrough) {
 
 // ---- fusesim run --out / --trace --------------------------------------------------------------
 
+/// `fusesim run` of the fp8/m=16384 case of kScenario with `args` in folder `d` must fail (exit 1)
+/// with the one error line `error`.
+void expect_run_refused(const std::string& d, const std::string& args, const std::string& error) {
+  std::string out;
+  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 " + args, &out), 1) << out;
+  expect_one_error_line(out, error);
+}
+
 TEST(CliOutputs, RunWithAFolderAsOutWritesNoTrace) {
   const std::string d = temp_dir("run_dir");
   fs::create_directory(d + "/adir");
-  std::string out;
-  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --trace e2.json --out adir", &out), 1) << out;
-  expect_one_error_line(out, "'adir': is a directory, expected a file name");
+  expect_run_refused(d, "--trace e2.json --out adir", "'adir': is a directory, expected a file name");
   EXPECT_EQ(listing(d), (std::set<std::string>{"adir"}));
 }
 
 TEST(CliOutputs, RunWithOutInAMissingFolderWritesNoTrace) {
   const std::string d = temp_dir("run_missing");
-  std::string out;
-  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --trace e2.json --out nodir/o.txt", &out), 1) << out;
-  expect_one_error_line(out, "folder 'nodir' does not exist");
+  expect_run_refused(d, "--trace e2.json --out nodir/o.txt", "folder 'nodir' does not exist");
   EXPECT_TRUE(listing(d).empty());
 }
 
 TEST(CliOutputs, RunOutAndTraceSpelledDifferentlyAreTheSameFile) {
   const std::string d = temp_dir("run_same");
-  std::string out;
-  EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --out ./o3.txt --trace o3.txt", &out), 1) << out;
-  expect_one_error_line(out, "same file");
+  expect_run_refused(d, "--out ./o3.txt --trace o3.txt", "same file");
   EXPECT_TRUE(listing(d).empty());
   // Writing both to distinct files works, leaving no temporary behind.
+  std::string out;
   EXPECT_EQ(run_in(d, kBin + " run " + kScenario + " --only fp8/m=16384 --out o3.txt --trace t.json", &out), 0) << out;
   EXPECT_EQ(listing(d), (std::set<std::string>{"o3.txt", "t.json"}));
 }

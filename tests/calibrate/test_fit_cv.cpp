@@ -12,7 +12,7 @@
 
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
-#include "models/params.hpp"
+#include "models/model.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {

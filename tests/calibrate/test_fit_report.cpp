@@ -14,7 +14,7 @@
 
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
-#include "models/params.hpp"
+#include "models/model.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::calibrate {
@@ -211,18 +211,22 @@ TEST(FitReport, CommandPrintsStatusNameWarningUnidentifiedAndNullHoldout) {
 // ---- the written file keeps the starting file's layout ----------------------------------------
 
 TEST(KeepInputLayout, OrderCommentsAndFoldedDescriptionAreKept) {
-  const std::string input =
+  // The input's head (comment, folded description) and its gpu section (comments between keys)
+  // stand again, unchanged, in what is wanted.
+  const std::string head =
       "# what this file is\n"
       "name: x\n"
       "description: >-\n"
       "  a long text\n"
       "  folded over lines\n"
-      "topology: {gpus: 4, kind: full_mesh}\n"
+      "topology: {gpus: 4, kind: full_mesh}\n";
+  const std::string gpu =
       "# the GPU\n"
       "gpu:\n"
       "  sm_count: {value: \"132\", kind: measured, source: \"s\"}\n"
       "  # the copy rate\n"
-      "  hbm: {value: 4.2TBps, kind: measured, source: s}\n"
+      "  hbm: {value: 4.2TBps, kind: measured, source: s}\n";
+  const std::string input = head + gpu +
       "afd:\n"
       "  zeta: {value: \"1us\", kind: fitted, source: \"old\"}\n"
       "  alpha: {value: \"2us\", kind: derived, source: \"d\"}\n";
@@ -240,20 +244,9 @@ TEST(KeepInputLayout, OrderCommentsAndFoldedDescriptionAreKept) {
       "gpu:\n"
       "  hbm: {value: \"4.2TBps\", kind: measured, source: \"s\"}\n"
       "  sm_count: {value: \"132\", kind: measured, source: \"s\"}\n";
-  const std::string want =
-      "# what this file is\n"
-      "name: x\n"
-      "description: >-\n"
-      "  a long text\n"
-      "  folded over lines\n"
-      "topology: {gpus: 4, kind: full_mesh}\n"
+  const std::string want = head +
       "calibration:\n"
-      "  points: 3\n"
-      "# the GPU\n"
-      "gpu:\n"
-      "  sm_count: {value: \"132\", kind: measured, source: \"s\"}\n"
-      "  # the copy rate\n"
-      "  hbm: {value: 4.2TBps, kind: measured, source: s}\n"
+      "  points: 3\n" + gpu +
       "afd:\n"
       "  zeta: {value: \"1.5us\", kind: fitted, source: \"new\", sigma: \"0.1us\"}\n"
       "  alpha: {value: \"2us\", kind: derived, source: \"d\"}\n"

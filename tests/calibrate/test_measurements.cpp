@@ -11,9 +11,13 @@
 
 #include "calibrate/fit.hpp"
 #include "calibrate/measurements.hpp"
+#include "models/afd/timeline.hpp"
 #include "hw/hardware.hpp"
-#include "models/scenario.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
 #include "test_util.hpp"
+#include "tests/test_util.hpp"
 
 namespace fusesim::calibrate {
 namespace {
@@ -63,25 +67,17 @@ TEST(ResultJson, MovedNothingIsRejectedWithReason) {
 }
 
 TEST(ResultJson, MalformedLineNamesFileAndLine) {
-  try {
-    parse_measurement_file(fixture("bench_bad.log"));
-    FAIL() << "expected an error";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find("bench_bad.log:2:"), std::string::npos) << w;
-    EXPECT_NE(w.find("malformed JSON"), std::string::npos) << w;
-  }
+  const std::string w = fusesim::test::error_of<hw::FileError>([] { parse_measurement_file(fixture("bench_bad.log")); });
+  ASSERT_FALSE(w.empty()) << "expected an error";
+  EXPECT_NE(w.find("bench_bad.log:2:"), std::string::npos) << w;
+  EXPECT_NE(w.find("malformed JSON"), std::string::npos) << w;
 }
 
 TEST(ResultJson, WrongFieldTypeNamesTheField) {
   const auto j = nlohmann::json::parse(R"({"mode": "fused-sdma", "m": "big", "max_rank_time_us": 5})");
-  try {
-    record_from_result_json(j, "x.jsonl", 7);
-    FAIL() << "expected an error";
-  } catch (const hw::FileError& e) {
-    const std::string w = e.what();
-    EXPECT_NE(w.find("x.jsonl:7: 'm'"), std::string::npos) << w;
-  }
+  const std::string w = fusesim::test::error_of<hw::FileError>([&] { record_from_result_json(j, "x.jsonl", 7); });
+  ASSERT_FALSE(w.empty()) << "expected an error";
+  EXPECT_NE(w.find("x.jsonl:7: 'm'"), std::string::npos) << w;
 }
 
 TEST(ResultJson, JsonlNoiseLineIsSkippedWithWarningAndBadJsonIsAnError) {
@@ -220,6 +216,12 @@ TEST(Afd, RealSeed004ParsesIntoRecords) {
 TEST(Probe, GenericRecordsAndRejections) {
   const auto r = parse_measurement_file(fixture("probes.jsonl"));
   ASSERT_EQ(r.records.size(), 4u);
+  // Records 2 and 3 are rejected with their reasons; 0 and 1 are kept.
+  EXPECT_TRUE(r.records[2].rejected);
+  EXPECT_NE(r.records[2].reason.find("moved nothing"), std::string::npos);
+  EXPECT_TRUE(r.records[3].rejected);
+  EXPECT_NE(r.records[3].reason.find("validated: false"), std::string::npos);
+  EXPECT_EQ(r.records[1].unit, "GBps");
   const auto& a = r.records[0];
   EXPECT_EQ(a.kind, "probe");
   EXPECT_EQ(a.quantity, "probe_hbm_copy.time_us");
@@ -228,11 +230,6 @@ TEST(Probe, GenericRecordsAndRejections) {
   EXPECT_EQ(a.params["method"].as<std::string>(), "d2d");
   EXPECT_EQ(a.params["GBps"].as<double>(), 4386.1);
   EXPECT_TRUE(a.extra.contains("machine"));
-  EXPECT_EQ(r.records[1].unit, "GBps");
-  EXPECT_TRUE(r.records[2].rejected);
-  EXPECT_NE(r.records[2].reason.find("moved nothing"), std::string::npos);
-  EXPECT_TRUE(r.records[3].rejected);
-  EXPECT_NE(r.records[3].reason.find("validated: false"), std::string::npos);
   EXPECT_TRUE(to_fit_points(r.records).empty());  // probes have no case model
 }
 
@@ -303,11 +300,11 @@ namespace {
 TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
   const std::string path = src("scenarios/h200x4-afd-timelines.yaml");
   const auto pts = load_fit_points({path}, 0.5);
-  const auto sc = models::Scenario::load(path);
-  const auto hw = models::load_scenario_hardware(sc);
-  const auto res = models::run_scenario(sc, hw);
-  const auto totals = models::compared_points(res);
-  const auto kernels = models::kernel_duration_points(sc, res);
+  const auto sc = scenario::load(path);
+  const auto hw = scenario::load_hardware(sc);
+  const auto res = scenario::run(sc, hw);
+  const auto totals = scenario::compared_points(res);
+  const auto kernels = afd::kernel_duration_points(sc, res);
   std::vector<FitPoint> period, kernel;
   for (const auto& p : pts) (p.phase.empty() ? period : kernel).push_back(p);
   ASSERT_EQ(period.size(), totals.size());
@@ -329,11 +326,11 @@ TEST(Afd, TimelineScenarioFitsThePeriodAndTheKernelDurationsCheckJudges) {
 // kernel_duration_points by token range: the default is the judged T >= 128 set; [0, 127] is the
 // T = 1 timelines that `calibrate fit --small-t-kernel-weight` can add; the two cover every kernel.
 TEST(Afd, KernelDurationPointsSplitByTokens) {
-  const auto sc = models::Scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
-  const auto res = models::run_scenario(sc, models::load_scenario_hardware(sc));
-  const auto judged = models::kernel_duration_points(sc, res);
-  const auto small = models::kernel_duration_points(sc, res, 0, models::kKernelDurationMinTokens - 1);
-  const auto all = models::kernel_duration_points(sc, res, 0);
+  const auto sc = scenario::load(src("scenarios/h200x4-afd-timelines.yaml"));
+  const auto res = scenario::run(sc, scenario::load_hardware(sc));
+  const auto judged = afd::kernel_duration_points(sc, res);
+  const auto small = afd::kernel_duration_points(sc, res, 0, afd::kKernelDurationMinTokens - 1);
+  const auto all = afd::kernel_duration_points(sc, res, 0);
   EXPECT_EQ(judged.size(), 252u);
   EXPECT_EQ(small.size(), 84u);
   EXPECT_EQ(all.size(), judged.size() + small.size());
@@ -342,7 +339,7 @@ TEST(Afd, KernelDurationPointsSplitByTokens) {
   for (const auto& p : small) EXPECT_EQ(tokens.at(p.case_id), 1) << p.case_id;
   for (const auto& p : judged) EXPECT_GE(tokens.at(p.case_id), 128) << p.case_id;
   // The summary reports the unjudged ones apart: their count, and how many are outside the tolerance.
-  const auto kd = models::kernel_durations(sc, res);
+  const auto kd = afd::kernel_durations(sc, res);
   ASSERT_FALSE(kd["below_min_tokens"].is_null());
   EXPECT_EQ(kd["below_min_tokens"]["total"].get<size_t>(), small.size());
   EXPECT_EQ(kd["total"].get<size_t>(), judged.size());

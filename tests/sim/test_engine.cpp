@@ -30,15 +30,32 @@ TEST(Simulation, CallbacksRunInTimeThenSubmissionOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+namespace {
+/// A fresh simulation (it must start at time 0) running one callback `delay` seconds in: the time
+/// that callback sees.
+double one_event_after(double delay) {
+  Simulation sim;
+  EXPECT_NEAR(sim.now(), 0.0, 1e-15);
+  double seen = -1;
+  sim.after(delay, [&] { seen = sim.now(); });
+  sim.run();
+  return seen;
+}
+
+/// Run `sim` to its end, sampling the rates (bytes/s) of `flows` at time `t`: the sampled rates, in
+/// the order of `flows`.
+std::vector<double> rates_at(Simulation& sim, FlowNetwork& net, double t, const std::vector<FlowId>& flows) {
+  std::vector<double> r(flows.size(), 0.0);
+  sim.at(t, [&] {
+    for (size_t i = 0; i < flows.size(); ++i) r[i] = net.rate(flows[i]);
+  });
+  sim.run();
+  return r;
+}
+}  // namespace
+
 TEST(Simulation, ManyRunsBackToBackStartAtZero) {
-  for (int i = 0; i < 5; ++i) {
-    Simulation sim;
-    EXPECT_NEAR(sim.now(), 0.0, 1e-15);
-    double seen = -1;
-    sim.after(3e-6, [&] { seen = sim.now(); });
-    sim.run();
-    EXPECT_NEAR(seen, 3e-6, 1e-12);
-  }
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(one_event_after(3e-6), 3e-6, 1e-12);
 }
 
 // A callback that throws ends its run with that exception, and the next simulation runs normally
@@ -57,11 +74,7 @@ TEST(Simulation, ACallbackExceptionIsRethrownAndTheNextRunWorks) {
     }
     EXPECT_FALSE(later_ran);
   }
-  Simulation sim;
-  double seen = -1;
-  sim.after(5e-6, [&] { seen = sim.now(); });
-  sim.run();
-  EXPECT_NEAR(seen, 5e-6, 1e-12);
+  EXPECT_NEAR(one_event_after(5e-6), 5e-6, 1e-12);
 }
 
 TEST(FlowNetwork, SingleFlowTakesBytesOverCapacity) {
@@ -84,13 +97,10 @@ TEST(FlowNetwork, ThreeFlowsOverTwoLinks) {
   FlowId f1 = net.start({.name = "f1", .bytes = 1e9, .path = {{a}}});
   FlowId f2 = net.start({.name = "f2", .bytes = 1e9, .path = {{a}, {b}}});
   FlowId f3 = net.start({.name = "f3", .bytes = 3e9, .path = {{b}}});
-  double r1 = 0, r2 = 0, r3 = 0;
-  sim.at(1e-3, [&] { r1 = net.rate(f1); r2 = net.rate(f2); r3 = net.rate(f3); });
-  std::vector<double> done(3, -1);
-  sim.run();
-  EXPECT_NEAR(r1, 5 * GB, 1);
-  EXPECT_NEAR(r2, 5 * GB, 1);
-  EXPECT_NEAR(r3, 15 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-3, {f1, f2, f3});
+  EXPECT_NEAR(r[0], 5 * GB, 1);
+  EXPECT_NEAR(r[1], 5 * GB, 1);
+  EXPECT_NEAR(r[2], 15 * GB, 1);
 }
 
 TEST(FlowNetwork, CompletionTimesWithReSolve) {
@@ -117,11 +127,9 @@ TEST(FlowNetwork, CappedFlowReleasesBandwidthToOthers) {
   FlowId f1 = net.start({.name = "f1", .bytes = 2e9, .path = {{l}}, .rate_cap_Bps = 2 * GB});
   double t2 = -1;
   FlowId f2 = net.start({.name = "f2", .bytes = 8e9, .path = {{l}}, .on_done = [&] { t2 = sim.now(); }});
-  double r1 = 0, r2 = 0;
-  sim.at(1e-3, [&] { r1 = net.rate(f1); r2 = net.rate(f2); });
-  sim.run();
-  EXPECT_NEAR(r1, 2 * GB, 1);
-  EXPECT_NEAR(r2, 8 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-3, {f1, f2});
+  EXPECT_NEAR(r[0], 2 * GB, 1);
+  EXPECT_NEAR(r[1], 8 * GB, 1);
   EXPECT_NEAR(t2, 1.0, 1e-9);  // 8e9 / 8e9
 }
 
@@ -158,11 +166,9 @@ TEST(FlowNetwork, ShareWeightsSplitSaturatedResource) {
   auto l = net.add_resource("L", 8 * GB);
   FlowId a = net.start({.name = "a", .bytes = 1e9, .path = {{l}}, .share = 3});
   FlowId b = net.start({.name = "b", .bytes = 1e9, .path = {{l}}, .share = 1});
-  double ra = 0, rb = 0;
-  sim.at(1e-6, [&] { ra = net.rate(a); rb = net.rate(b); });
-  sim.run();
-  EXPECT_NEAR(ra, 6 * GB, 1);
-  EXPECT_NEAR(rb, 2 * GB, 1);
+  const auto r = rates_at(sim, net, 1e-6, {a, b});
+  EXPECT_NEAR(r[0], 6 * GB, 1);
+  EXPECT_NEAR(r[1], 2 * GB, 1);
 }
 
 TEST(FlowNetwork, ByteConservation) {
@@ -263,4 +269,34 @@ TEST(TraceSink, OneLanePerResourceAndStackedOverlaps) {
   EXPECT_EQ(slices, 2);
   EXPECT_EQ(tids.size(), 2u);  // overlapping slices on one lane are stacked on two rows
   EXPECT_EQ(tr.lanes(), std::vector<std::string>{"gpu0/xgmi->1"});
+}
+
+// Share weights, path weights and rate caps together, as every model uses them (a kernel reading and
+// writing one HBM, a capped copy crossing HBM and a link, a stream on the link), solved by hand.
+TEST(FlowNetwork, ShareWeightsPathWeightsAndRateCapsTogether) {
+  // Resources H (12 GB/s) and L (8 GB/s). fa: H at weight 2 (it reads and writes H), share 1.
+  // fb: H and L at weight 1, share 2, capped at 3 GB/s. fc: L at weight 1, share 1.
+  // Progressive filling, rate = share x level until a resource saturates or a cap binds:
+  //  level 1: H gives 12 / (1x2 + 2x1) = 3, L gives 8 / (2x1 + 1x1) = 2.67, fb's cap 3 / 2 = 1.5:
+  //           fb freezes at 2 x 1.5 = 3 GB/s (its cap); H has 12 - 3 = 9 left, L 8 - 3 = 5.
+  //  level 2: H gives 9 / 2 = 4.5, L gives 5 / 1 = 5: fa freezes at 4.5 GB/s (H saturated: 2 x 4.5 + 3).
+  //  level 3: L gives 5: fc runs at 5 GB/s (L saturated: 3 + 5).
+  // fb (3e9 B) ends at 3e9 / 3e9 = 1 s. Then fa is alone on H: 12 / 2 = 6 GB/s; it had moved 4.5e9 of
+  // 9e9 B, so it ends 4.5e9 / 6e9 = 0.75 s later, at 1.75 s. fc is alone on L at 8 GB/s with
+  // 20e9 - 5e9 = 15e9 B left: 15 / 8 = 1.875 s later, at 2.875 s.
+  Simulation sim;
+  FlowNetwork net(sim);
+  const auto h = net.add_resource("H", 12 * GB), l = net.add_resource("L", 8 * GB);
+  std::vector<double> done(3, -1);
+  const FlowId fa = net.start({.name = "fa", .bytes = 9e9, .path = {{h, 2.0}}, .on_done = [&] { done[0] = sim.now(); }});
+  const FlowId fb = net.start({.name = "fb", .bytes = 3e9, .path = {{h, 1.0}, {l, 1.0}}, .rate_cap_Bps = 3 * GB, .share = 2.0,
+                               .on_done = [&] { done[1] = sim.now(); }});
+  const FlowId fc = net.start({.name = "fc", .bytes = 20e9, .path = {{l, 1.0}}, .on_done = [&] { done[2] = sim.now(); }});
+  const auto r = rates_at(sim, net, 0.5, {fa, fb, fc});
+  EXPECT_NEAR(r[0], 4.5 * GB, 1);
+  EXPECT_NEAR(r[1], 3.0 * GB, 1);
+  EXPECT_NEAR(r[2], 5.0 * GB, 1);
+  EXPECT_NEAR(done[1], 1.0, 1e-9);
+  EXPECT_NEAR(done[0], 1.75, 1e-9);
+  EXPECT_NEAR(done[2], 2.875, 1e-9);
 }

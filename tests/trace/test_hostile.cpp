@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "models/cli/hooks.hpp"
+#include "calibrate/trace/whatif.hpp"
 #include "test_util.hpp"
 
 namespace fusesim::trace {
@@ -30,7 +30,7 @@ struct CliResult {
 CliResult run(std::vector<std::string> args) {
   CliResult r;
   CLI::App app{"fusesim"};
-  register_trace_commands(app);
+  register_trace_commands(app, {});
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   std::ostringstream out, err;
   auto* old_out = std::cout.rdbuf(out.rdbuf());

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include "calibrate/trace/whatif.hpp"
-#include "models/cli/hooks.hpp"
 #include "test_util.hpp"
 #include "trace_gen.hpp"
 
@@ -177,14 +176,6 @@ TEST(TraceWhatIf, FuseGemmAllReduceOnAOneRankTraceNeedsTheWorldSize) {
   }
 }
 
-TEST(TraceWhatIf, DefaultPredictorIsNotWiredYet) {
-  try {
-    default_gemm_ar_predictor("hw/mi355x.yaml");
-    FAIL() << "expected an error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("not yet wired"), std::string::npos);
-  }
-}
 
 // ---- ranks replayed together ------------------------------------------------------------------
 
@@ -349,10 +340,11 @@ TEST(TraceWhatIf, ACycleIsAnErrorNotAHang) {
   }
 }
 
-/// Run the `trace` sub-commands as the fusesim binary would; returns stdout.
-std::string run_cli(std::vector<std::string> args) {
+/// Run the `trace` sub-commands as the fusesim binary would (with `gemm_ar` as the fused predictor's
+/// factory; none by default); returns stdout.
+std::string run_cli(std::vector<std::string> args, GemmArPredictorFactory gemm_ar = {}) {
   CLI::App app{"fusesim"};
-  register_trace_commands(app);
+  register_trace_commands(app, std::move(gemm_ar));
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   std::ostringstream captured;
   auto* old = std::cout.rdbuf(captured.rdbuf());
@@ -412,5 +404,28 @@ TEST(TraceCli, DefinitionsHtaStragglersAndPerRankScale) {
     EXPECT_NEAR(wj["whatif_us_by_rank"][r].get<double>() - wj["replay_us_by_rank"][r].get<double>(), 60.0, 1e-6) << r;
   EXPECT_THROW(run_cli({"trace", "analyze", d.str(), "--definitions", "perfetto"}), CLI::Error);
 }
+// --fuse-gemm-ar predicts with what the program passes to register_trace_commands (the fusesim
+// binary: the gemm_ar model), made from the --hw file; without one it is refused.
+TEST(TraceCli, FuseGemmArPredictsWithTheFactoryTheProgramPasses) {
+  TempDir d;
+  testgen::GenSpec spec;
+  spec.ranks = 2;
+  testgen::write_trace_dir(spec, d.str());
+  write_text(d.file("hw.yaml"), "name: x\n");
+  std::string asked;
+  int calls = 0;
+  const GemmArPredictorFactory factory = [&](const std::string& hw) {
+    asked = hw;
+    return GemmArPredictor([&calls](int64_t, int64_t, int64_t, int) {
+      ++calls;
+      return 5.0;
+    });
+  };
+  EXPECT_NO_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar", "--hw", d.file("hw.yaml")}, factory));
+  EXPECT_EQ(asked, d.file("hw.yaml"));
+  EXPECT_GT(calls, 0);
+  EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--fuse-gemm-ar", "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
+}
+
 }  // namespace
 }  // namespace fusesim::trace

@@ -1,0 +1,622 @@
+// fusesim's command line (build/fusesim): the commands run, check, params, breakeven and calibrate
+// (a library, fusesim_cli, that tests run in-process) and, compiled with FUSESIM_CLI_MAIN, the
+// program's main() at the end of this file (the executable's translation unit holds only main).
+#ifndef FUSESIM_CLI_MAIN
+#include "cli/commands.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "calibrate/commands.hpp"
+#include "calibrate/measurements.hpp"
+#include "calibrate/plot.hpp"
+#include "hw/io.hpp"
+#include "models/gemm_ar/breakeven.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "scenario/load.hpp"
+#include "scenario/report.hpp"
+#include "scenario/run.hpp"
+#include "sim/trace.hpp"
+
+
+namespace fusesim::cli {
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> scenarios;
+  std::string format = "table", trace, only, out;
+};
+
+/// A Gantt chart per case of `sc` with a measured AFD timeline (calibrate::write_timeline_plot into
+/// `dir`): per device, the measured kernels above the predicted ones (`res`: run_scenario's result).
+/// Files and messages are added to `rep`.
+void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res, const std::string& dir,
+                          calibrate::PlotReport& rep) {
+  std::map<std::string, const models::Case*> by_id;
+  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  for (const auto& r : res["cases"]) {
+    const auto it = by_id.find(r["id"].get<std::string>());
+    if (it == by_id.end() || !it->second->measured || it->second->measured->kernels.empty()) continue;
+    const auto& kernels = it->second->measured->kernels;
+    // Devices in order, each with its role, from the predicted phases ("devN/KERNEL").
+    std::map<int, std::string> roles;
+    std::vector<std::pair<int, const nlohmann::json*>> predicted;
+    for (const auto& ph : r["phases"]) {
+      const std::string n = ph["name"].get<std::string>();
+      const int dev = std::stoi(n.substr(3, n.find('/') - 3));
+      roles[dev] = ph.value("role", std::string());
+      predicted.push_back({dev, &ph});
+    }
+    for (const auto& k : kernels) roles.emplace(k.device, "");
+    std::vector<std::string> rows;
+    std::vector<calibrate::TimelineBar> bars;
+    for (const auto& [dev, role] : roles) {
+      const std::string head = fmt::format("dev{}{}", dev, role.empty() ? "" : " " + role);
+      rows.push_back(head + " measured");
+      rows.push_back(head + " predicted");
+      for (const auto& k : kernels)
+        if (k.device == dev) bars.push_back({head + " measured", k.kernel, k.start_us, k.end_us});
+      for (const auto& [d, ph] : predicted) {
+        if (d != dev) continue;
+        const std::string n = (*ph)["name"].get<std::string>();
+        bars.push_back({head + " predicted", n.substr(n.find('/') + 1), (*ph)["start_us"].get<double>(), (*ph)["end_us"].get<double>()});
+      }
+    }
+    const auto t = calibrate::write_timeline_plot(dir, sc.name + "__" + it->first,
+                                                  fmt::format("{} {}: measured vs predicted kernels", sc.name, it->first), rows, bars);
+    rep.csv_files.insert(rep.csv_files.end(), t.csv_files.begin(), t.csv_files.end());
+    rep.image_files.insert(rep.image_files.end(), t.image_files.begin(), t.image_files.end());
+    rep.messages.insert(rep.messages.end(), t.messages.begin(), t.messages.end());
+  }
+}
+
+/// True when `a` and `b` name one file (`F`, `./F`, `dir/../F`, a link to F); false when either
+/// does not exist.
+bool same_existing_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(a, ec) || !fs::exists(b, ec)) return false;
+  const bool eq = fs::equivalent(a, b, ec);
+  if (!ec) return eq;
+  std::error_code e1, e2;
+  return fs::weakly_canonical(a, e1) == fs::weakly_canonical(b, e2) && !e1 && !e2;
+}
+
+/// `run` writes its outputs over no input: refuse an --out or --trace that is `input` (what names it).
+void refuse_overwriting_input(const std::vector<hw::OutputFile>& outputs, const std::string& input, const std::string& what) {
+  for (const auto& o : outputs)
+    if (same_existing_file(o.path, input))
+      throw std::invalid_argument(fmt::format("{} '{}' is the {} '{}': writing there would overwrite it; give another file",
+                                              o.option, o.path, what, input));
+}
+
+/// `check --plot DIR`: checked before any scenario runs. DIR is a directory, or does not exist yet
+/// in an existing, writable folder (only DIR itself is created, as --out needs its folder to exist).
+void check_plot_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw std::runtime_error("--plot: expected a directory, got an empty name");
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st))
+      throw std::runtime_error(fmt::format("--plot '{}': {}; --plot wants a directory (it writes its plots and CSV tables into it)",
+                                           dir, fs::is_regular_file(st) ? "is a file" : "is not a directory"));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw std::runtime_error(fmt::format("--plot '{}': directory is not writable: {}", dir, std::strerror(errno)));
+    return;
+  }
+  fs::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();  // "out/" names the folder "out"
+  const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const auto pst = fs::status(parent, ec);
+  if (!fs::exists(pst))
+    throw std::runtime_error(fmt::format("--plot '{}': folder '{}' does not exist (--plot creates only the last folder of its path)",
+                                         dir, parent.string()));
+  if (!fs::is_directory(pst)) throw std::runtime_error(fmt::format("--plot '{}': '{}' is not a folder", dir, parent.string()));
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error(fmt::format("--plot '{}': folder '{}' is not writable: {}", dir, parent.string(), std::strerror(errno)));
+}
+
+/// A file with a top-level `scenario:` or `cases:` is a scenario file (models::Scenario::load).
+bool looks_like_scenario_file(const std::string& path) {
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    return root.IsMap() && (root["scenario"] || root["cases"]);
+  } catch (const std::exception&) {
+    return false;  // the hardware loader reports what is wrong with it
+  }
+}
+
+/// models::validate names GemmArConfig's knobs (the error's key); breakeven's user gave flags.
+[[noreturn]] void rethrow_with_flag(const models::ParamError& e, const std::string& prefix = "") {
+  static const std::map<std::string, std::string> flags{{"world_size", "--world-size"}, {"n", "-n/--n"}, {"k", "-k/--k"},
+                                                        {"quant", "--quant"}, {"gather_dtype", "--wire"},
+                                                        {"gather_transport", "--wire"}, {"m", ""}};
+  if (const auto f = flags.find(e.key()); f != flags.end())  // "m": M is searched, the message says which
+    throw std::invalid_argument(prefix + (f->second.empty() ? e.detail() : f->second + ": " + e.detail()));
+  throw std::invalid_argument(prefix + e.what());
+}
+
+// The serving thresholds chosen by hand in SGLang (_MIN_FUSED_M, seeds 001/002), and the shapes
+// (MI355X) they were chosen on.
+constexpr const char* kHandThresholdShapes =
+    "DeepSeek-V4-Pro wo_b (N=7168 K=2048 TP8 blockscale) and DeepSeek-V4.1-Flash wo_b (N=5120 TP2 K=4096 / TP4 K=2048 mxfp8) on MI355X";
+bool hand_threshold_shape(const models::GemmArConfig& c) {
+  return (c.n == 7168 && c.k == 2048 && c.world_size == 8 && c.quant == "blockscale") ||
+         (c.n == 5120 && c.quant == "mxfp8" && ((c.world_size == 4 && c.k == 2048) || (c.world_size == 2 && c.k == 4096)));
+}
+
+}  // namespace
+
+std::function<double(int64_t, int64_t, int64_t, int)> gemm_ar_predictor(const std::string& hw_path) {
+  auto hw = std::make_shared<hw::Hardware>(models::load_hardware(hw_path));
+  return [hw](int64_t m, int64_t n, int64_t k, int world_size) {
+    models::GemmArConfig c;
+    c.mode = "fused-sdma";
+    c.m = m;
+    c.n = n;
+    c.k = k;
+    c.world_size = world_size;
+    return models::simulate_gemm_ar(*hw, c).total_us;
+  };
+}
+
+nlohmann::json breakeven_report(const hw::Hardware& hw, const BreakevenOptions& o) {
+  const auto needed = models::required_hardware_keys("gemm_ar", hw);
+  if (std::any_of(needed.begin(), needed.end(), [&](const std::string& k) { return !hw.has(k); }))
+    throw std::runtime_error(fmt::format("breakeven needs a gemm_ar hardware file (with SDMA and GEMM tile parameters, e.g. "
+                                         "hw/mi355x-8gpu.yaml); '{}' is not one", hw.path()));
+  models::GemmArConfig c;
+  c.m = 1;  // break_even sets M; validate the shape at the smallest
+  c.n = o.n;
+  c.k = o.k;
+  c.world_size = o.ws;
+  c.quant = o.quant;
+  if (o.wire == "fp8") {
+    c.gather_dtype = "fp8";
+    c.gather_transport = "lsa";
+  }
+  try {
+    models::validate(c, hw);
+  } catch (const models::ParamError& e) {
+    rethrow_with_flag(e);
+  }
+  const int64_t smallest = int64_t(c.world_size) * models::block_m(c.quant);
+  if (o.max_m < smallest)
+    throw std::invalid_argument(fmt::format("--max-m {} is below the smallest M the kernel runs (world_size x BLOCK_M = {})", o.max_m,
+                                            smallest));
+  {  // the largest M searched must fit the GPU (window + operands): validate() says so naming 'm'
+    models::GemmArConfig top = c;
+    top.m = o.max_m;
+    top.mode = "fused-sdma";
+    try {
+      models::validate(top, hw);
+    } catch (const models::ParamError& e) {
+      rethrow_with_flag(e, fmt::format("--max-m {}: ", o.max_m));
+    }
+  }
+  const auto r = models::break_even(hw, c, o.max_m);
+  auto curve = r.curve.get<std::vector<nlohmann::json>>();
+  auto tidy = [&curve] {
+    std::sort(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"].template get<int64_t>() < b["m"].template get<int64_t>(); });
+    curve.erase(std::unique(curve.begin(), curve.end(), [](const auto& a, const auto& b) { return a["m"] == b["m"]; }), curve.end());
+  };
+  tidy();
+  const bool has_band = hw.calibration() && hw.calibration()->residual_rms_pct > 0;
+  const double band = has_band ? 1.96 * hw.calibration()->residual_rms_pct : 0.0;
+  // Smallest M from which the fused path wins by more than the band at every larger M up to max_m
+  // (-1: at no M). The curve holds both ends of every padding step, where the fused (and split) time
+  // is constant and the RCCL time grows with M: from the last curve point where it does not win by
+  // the band, the next point is bisected over whole M, as break_even refines the plain threshold.
+  auto clear_win = [&](const char* other) -> int64_t {
+    auto wins = [&](const nlohmann::json& p) {
+      const double ot = p[other].get<double>(), f = p["fused_us"].get<double>();
+      return (ot - f) / ot * 100 > band;
+    };
+    int first = -1;
+    for (int i = int(curve.size()) - 1; i >= 0; --i) {
+      if (!wins(curve[i])) break;
+      first = i;
+    }
+    if (first <= 0) return first < 0 ? -1 : curve[0]["m"].get<int64_t>();
+    int64_t lo = curve[first - 1]["m"].get<int64_t>(), hi = curve[first]["m"].get<int64_t>();  // lo loses, hi wins
+    std::vector<nlohmann::json> added;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      added.push_back(models::break_even_point(hw, c, mid));
+      if (wins(added.back())) hi = mid;
+      else lo = mid;
+    }
+    curve.insert(curve.end(), added.begin(), added.end());
+    tidy();
+    return hi;
+  };
+  nlohmann::json out{{"hardware", hw.name()}, {"hardware_file", hw.path()}, {"n", c.n}, {"k", c.k}, {"world_size", c.world_size}, {"wire", o.wire},
+                     {"quant", c.quant}, {"max_m", o.max_m}, {"padding_step", smallest}};
+  auto put = [&](const std::string& name, int64_t m) {
+    out[name] = m;
+    out[name + "_every_m"] = m == 1;
+  };
+  put("m_vs_split", r.m_vs_split);
+  put("m_vs_rccl", r.m_vs_rccl);
+  out["m_vs_split_aligned"] = r.m_vs_split_aligned;
+  out["m_vs_rccl_aligned"] = r.m_vs_rccl_aligned;
+  if (has_band) {
+    out["band_95_pct"] = band;
+    put("m_clear_win_vs_split", clear_win("split_us"));
+    put("m_clear_win_vs_rccl", clear_win("rccl_us"));
+  }
+  out["serving_threshold_by_hand"] = o.wire == "fp8" ? 2048 : 8192;
+  out["serving_threshold_by_hand_chosen_for"] = kHandThresholdShapes;
+  out["serving_threshold_by_hand_for_this_shape"] = hand_threshold_shape(c);
+  out["curve"] = curve;
+  return out;
+}
+
+void register_all(CLI::App& app) {
+  auto run_args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "predict every case of a scenario and compare with its measured values");
+  // The file is checked when the scenario is loaded (an error naming it), not by CLI11, whose file
+  // check runs before its unknown-option check and so called `--formt json` a missing file "json".
+  run->add_option("scenario", run_args->scenarios, "scenario YAML file (one)")->required();
+  run->add_option("--format", run_args->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE");
+  run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
+  run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
+  run->callback([run_args] {
+    // A bad destination is refused before the (possibly long) run.
+    std::vector<hw::OutputFile> outputs;
+    if (!run_args->trace.empty()) outputs.push_back({run_args->trace, "", "--trace"});
+    if (!run_args->out.empty()) outputs.push_back({run_args->out, "", "--out"});
+    if (run_args->scenarios.size() > 1)
+      throw std::invalid_argument(fmt::format("run takes one scenario file, got {}: {} (fusesim check takes several)",
+                                              run_args->scenarios.size(), fmt::join(run_args->scenarios, ", ")));
+    refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
+    hw::check_output_files(outputs);
+    auto sc = scenario::load(run_args->scenarios.at(0));
+    refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
+    auto hw = scenario::load_hardware(sc);
+    for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
+      refuse_overwriting_input(outputs, t.file, fmt::format("hardware file's measured table '{}'", name));
+    sim::TraceSink trace;
+    scenario::RunOptions opt;
+    opt.only = run_args->only;
+    if (!run_args->trace.empty()) opt.trace = &trace;
+    const auto res = scenario::run(sc, hw, opt);
+    std::string text = run_args->format == "json" ? res.dump(2) + "\n"
+                       : run_args->format == "csv" ? scenario::format_csv(res)
+                                                   : scenario::format_table(res);
+    // Both outputs or neither: a failure to write one leaves the other file as it was.
+    for (auto& o : outputs) o.text = o.option == "--trace" ? trace.to_text() : text;
+    hw::write_outputs_atomic(outputs);
+    if (run_args->out.empty()) fmt::print("{}", text);
+  });
+
+  auto check_args = std::make_shared<std::vector<std::string>>();
+  auto check_plot = std::make_shared<std::string>();
+  auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
+  check->add_option("scenarios", *check_args, "scenario YAML files (one that cannot be read is reported and the others still checked)")->required();
+  check->add_option("--plot", *check_plot,
+                    "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR (an existing "
+                    "directory, or a new one whose parent folder exists)");
+  check->callback([check, check_args, check_plot] {
+    // An empty --plot is a mistake (e.g. an unset shell variable), not "no plots": refused, not ignored.
+    if (check->count("--plot") > 0) check_plot_dir(*check_plot);  // before any scenario runs
+    int bad = 0, compared = 0, unreadable = 0;
+    std::vector<std::pair<std::string, int>> model_bad;  // a model's failures beyond the cases (what, how many)
+    for (const auto& path : *check_args) {
+      // A file that cannot be checked (bad input) is reported; the other files are still checked.
+      try {
+        auto sc = scenario::load(path);
+        auto hw = scenario::load_hardware(sc);
+        auto res = scenario::run(sc, hw);
+        int here = 0, now_passing = 0;
+        for (const auto& c : res["cases"]) {
+          if (c["within_tolerance"].is_null()) continue;
+          ++compared;
+          const bool ok = c["within_tolerance"].get<bool>();
+          if (c.contains("known_miss")) {
+            if (ok) {
+              ++here;
+              ++now_passing;
+              fmt::print("FAIL {} {}: marked known_miss but now within tolerance ({:+.2f}%): remove the flag\n", path,
+                         c["id"].get<std::string>(), c["error_pct"].get<double>());
+            } else {
+              fmt::print("known miss {} {}: error {:+.2f}% (tolerance {:.1f}%): {}\n", path, c["id"].get<std::string>(),
+                         c["error_pct"].get<double>(), c["tolerance_pct"].get<double>(), c["known_miss"].get<std::string>());
+            }
+            continue;
+          }
+          if (!ok) {
+            ++here;
+            fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", path,
+                       c["id"].get<std::string>(), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
+                       c["error_pct"].get<double>(), c["tolerance_pct"].get<double>());
+          }
+        }
+        const auto& s = res["summary"];
+        fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance{}\n", here ? "FAIL" : "ok  ", path,
+                   s["compared"].get<int>(),
+                   s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
+                   s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
+                   here - now_passing, now_passing ? fmt::format(", {} known misses now within (remove their flag)", now_passing) : "");
+        bad += here;
+        // The model's own lines (held-out statistics, per-kernel durations), indented under the
+        // file's line; their failures are counted apart from the cases'.
+        const models::CheckExtras extra = scenario::check_extras(res);
+        for (const auto& line : extra.lines) fmt::print("     {}\n", line);
+        if (extra.failures) {
+          fmt::print("FAIL {}: {} {}\n", path, extra.failures, extra.file_failure_text);
+          auto it = std::find_if(model_bad.begin(), model_bad.end(), [&](const auto& m) { return m.first == extra.failure_text; });
+          if (it == model_bad.end()) model_bad.push_back({extra.failure_text, extra.failures});
+          else it->second += extra.failures;
+        }
+        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", path, w.get<std::string>());
+        if (!check_plot->empty()) {
+          // The plots draw the points `calibrate fit` would read; a scenario it refuses (one with
+          // fitted layer counts) is checked and simply not plotted.
+          std::vector<calibrate::FitPoint> pts;
+          try {
+            pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
+          } catch (const std::exception& e) {
+            fmt::print(stderr, "plot: {} not plotted: {}\n", path, e.what());
+          }
+          if (!pts.empty()) {
+            calibrate::PlotOptions po;
+            po.dir = *check_plot;
+            po.prefix = sc.name + "__";
+            po.measured_label = "measured";
+            auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
+            write_timeline_plots(sc, res, *check_plot, rep);
+            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
+            fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
+          }
+        }
+      } catch (const std::exception& e) {
+        ++unreadable;
+        std::fflush(stdout);
+        fmt::print(stderr, "fusesim: error: {}\n", e.what());
+        fmt::print("ERROR {}: not checked (bad input, see the error above)\n", path);
+      }
+    }
+    // Cases and a model's own judgements are counted apart (a kernel miss is not a case outside tolerance).
+    std::string failed;
+    if (bad) failed = fmt::format("{} of {} compared cases outside tolerance or known misses now within it", bad, compared);
+    for (const auto& [what, n] : model_bad) failed += fmt::format("{}{} {}", failed.empty() ? "" : "; ", n, what);
+    if (unreadable) {
+      fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + failed);
+      throw CLI::RuntimeError(1);
+    }
+    if (!failed.empty()) {
+      fmt::print("FAIL: {}\n", failed);
+      throw CLI::RuntimeError(2);
+    }
+  });
+
+  auto params_path = std::make_shared<std::string>();
+  auto* params = app.add_subcommand("params", "list every model parameter of a hardware file: value, unit, bounds, provenance");
+  params->add_option("hardware", *params_path, "hardware YAML file")->required()->check(CLI::ExistingFile);
+  auto params_json = std::make_shared<bool>(false);
+  params->add_flag("--json", *params_json, "print JSON instead of a table");
+  params->callback([params_path, params_json] {
+    if (looks_like_scenario_file(*params_path))
+      throw std::invalid_argument(fmt::format("{}: this is a scenario file; params wants a hardware file (e.g. hw/mi355x-8gpu.yaml; "
+                                              "the scenario's `hardware:` names its own)", *params_path));
+    auto hw = models::load_hardware(*params_path);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& d : models::builtin_registry().all()) {
+      if (!hw.has(d.key)) continue;
+      const auto& v = hw.value(d.key);
+      out.push_back({{"key", d.key}, {"value", hw::to_display(d.quantity, v.si)}, {"unit", hw::display_unit(d.quantity)},
+                     {"text", v.text}, {"lower", hw::to_display(d.quantity, d.lower)}, {"upper", hw::to_display(d.quantity, d.upper)},
+                     {"kind", hw::provenance_name(v.kind)}, {"source", v.source}, {"description", d.description},
+                     {"line", v.line}, {"fitted_from", v.fitted_from}, {"fitted_on", v.fitted_on}, {"commit", v.fitted_commit},
+                     {"sigma", v.fit_sigma_si > 0 ? nlohmann::json(hw::to_display(d.quantity, v.fit_sigma_si)) : nlohmann::json()},
+                     // The fit's one-sigma exceeds the value: the points it was fitted on do not pin it down.
+                     {"not_identified", v.fit_sigma_si > 0 && v.fit_sigma_si > std::fabs(v.si)},
+                     {"read_by_a_model", !models::is_unread_hardware_key(d.key)}});
+    }
+    if (*params_json) {
+      fmt::print("{}\n", out.dump(2));
+      return;
+    }
+    fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
+    fmt::print("{:<34} {:>12} {:>10} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "sigma", "unit", "lower", "upper", "kind",
+               "source (fitted: on, commit)");
+    int unidentified = 0;
+    for (const auto& p : out) {
+      std::string src = p["source"].get<std::string>();
+      if (p["not_identified"].get<bool>()) {
+        ++unidentified;
+        src = "NOT IDENTIFIED (sigma > |value|) " + src;
+      }
+      const std::string on = p["fitted_on"].get<std::string>(), commit = p["commit"].get<std::string>();
+      if (!on.empty() || !commit.empty())
+        src += fmt::format(" [fitted{}{}]", on.empty() ? "" : " " + on, commit.empty() ? "" : ", commit " + commit);
+      fmt::print("{:<34} {:>12.6g} {:>10} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(),
+                 p["value"].get<double>(), p["sigma"].is_null() ? "-" : fmt::format("{:.3g}", p["sigma"].get<double>()),
+                 p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
+                 src);
+    }
+    if (unidentified)
+      fmt::print("{} fitted values are NOT IDENTIFIED: their fit's sigma exceeds the value, so the points they were fitted on "
+                 "constrain only combinations of them\n", unidentified);
+    // Which models the file can run (each model's spec): the keys it requires on this hardware that
+    // the file sets, and its other declarations the file sets.
+    for (const models::ModelSpec* spec : models::specs()) {
+      const auto needed = models::required_hardware_keys(spec->name, hw);
+      std::vector<std::string> missing;
+      for (const auto& k : needed)
+        if (!hw.has(k)) missing.push_back(k);
+      const int required = int(needed.size());
+      int optional = 0, optional_set = 0;
+      if (spec->hardware)
+        for (const auto& h : spec->hardware(nullptr))
+          if (std::find(needed.begin(), needed.end(), h.decl.key) == needed.end()) {
+            ++optional;
+            optional_set += hw.has(h.decl.key) ? 1 : 0;
+          }
+      fmt::print("{}: {}/{} required and {}/{} optional parameters set{}{}{}\n", spec->name, required - int(missing.size()),
+                 required, optional_set, optional, missing.empty() ? "" : "; not set: ",
+                 fmt::join(missing.begin(), missing.begin() + std::min<size_t>(missing.size(), 6), ", "),
+                 missing.size() > 6 ? ", ..." : "");
+    }
+    // Declared keys no model reads: they describe the machine; changing them changes no prediction.
+    std::vector<std::string> unread;
+    for (const auto& k : models::unread_hardware_keys())
+      if (hw.has(k)) unread.push_back(k);
+    if (!unread.empty())
+      fmt::print("not read by any model (documentation): {}\n", fmt::join(unread, ", "));
+  });
+
+  auto be = std::make_shared<BreakevenOptions>();
+  auto* bec = app.add_subcommand("breakeven", "smallest M from which the fused path beats the split path and the RCCL baseline");
+  bec->add_option("--hw", be->hw,
+                  "hardware YAML (default: hw/mi355x-8gpu.yaml in the current folder, else in the checkout this binary "
+                  "was built from)");
+  bec->add_option("--wire", be->wire, "bf16 (SDMA gather) or fp8 (LSA pull gather)")->check(CLI::IsMember({"bf16", "fp8"}));
+  bec->add_option("-n,--n", be->n, "N (columns of C)");
+  bec->add_option("-k,--k", be->k, "K");
+  bec->add_option("--world-size", be->ws, "ranks");
+  bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
+  bec->add_option("--max-m", be->max_m, "largest M searched");
+  bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  bec->footer(
+      "JSON (--format json): m_vs_split, m_vs_rccl and (with a calibrated hardware file) m_clear_win_vs_split,\n"
+      "m_clear_win_vs_rccl are the smallest M from which the fused path wins (by more than band_95_pct for\n"
+      "the clear_win ones) at every larger M up to max_m; -1 means at no M up to max_m. Each has a boolean\n"
+      "<name>_every_m: true when it wins at every M from 1 (the number is then 1, which is not M=1 alone).\n"
+      "m_vs_*_aligned count only M that are multiples of padding_step (world_size x BLOCK_M).\n"
+      "serving_threshold_by_hand is SGLang's _MIN_FUSED_M, chosen by hand for the shapes in\n"
+      "serving_threshold_by_hand_chosen_for; serving_threshold_by_hand_for_this_shape says whether this is one.\n");
+  bec->callback([bec, be] {
+    namespace fs = std::filesystem;
+    if (bec->count("--hw") == 0 && !fs::exists(be->hw)) {
+      const std::string built = std::string(FUSESIM_SOURCE_DIR) + "/" + be->hw;
+      if (!fs::exists(built))
+        throw std::runtime_error(fmt::format("--hw: no hardware file given, and the default {} is neither in the current folder "
+                                             "nor at {}; give --hw FILE", be->hw, built));
+      be->hw = built;
+    } else if (!fs::is_regular_file(be->hw)) {
+      throw std::runtime_error(fmt::format("--hw: '{}' is not a file (expected a hardware YAML, e.g. hw/mi355x-8gpu.yaml)", be->hw));
+    }
+    const auto hw = models::load_hardware(be->hw);
+    const auto out = breakeven_report(hw, *be);
+    if (be->format == "json") {
+      fmt::print("{}\n", out.dump(2));
+      return;
+    }
+    const int64_t max_m = out["max_m"].get<int64_t>(), smallest = out["padding_step"].get<int64_t>();
+    auto show = [&](int64_t m) {
+      if (m < 0) return fmt::format("no M: it still loses at the largest M searched (<= --max-m {}; see the curve below)", max_m);
+      if (m == 1) return fmt::format("every M (up to --max-m {})", max_m);
+      return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
+                         "world_size x BLOCK_M = {})", m, max_m, smallest);
+    };
+    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw.name(), hw.path(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
+               out["world_size"].get<int>(), be->wire, out["quant"].get<std::string>());
+    fmt::print("  fused beats split-sdma from      {}\n", show(out["m_vs_split"].get<int64_t>()));
+    fmt::print("  fused beats RCCL baseline from   {}\n", show(out["m_vs_rccl"].get<int64_t>()));
+    auto show_aligned = [&](int64_t m) { return m < 0 ? std::string("no M") : fmt::format("M >= {}", m); };
+    fmt::print("  at M that are multiples of {} only (no padding rows): beats split-sdma from {}, RCCL from {}\n", smallest,
+               show_aligned(out["m_vs_split_aligned"].get<int64_t>()), show_aligned(out["m_vs_rccl_aligned"].get<int64_t>()));
+    fmt::print("  serving threshold chosen by hand M >= {} (SGLang _MIN_FUSED_M, {} wire), chosen for {}{}\n",
+               out["serving_threshold_by_hand"].get<int64_t>(), be->wire, out["serving_threshold_by_hand_chosen_for"].get<std::string>(),
+               out["serving_threshold_by_hand_for_this_shape"].get<bool>() ? " (this shape is one of them)"
+                                                                           : ": not this shape, for which it says nothing");
+    if (out.contains("band_95_pct")) {
+      auto text = [](int64_t m) {
+        return m < 0 ? std::string("at no M") : m == 1 ? std::string("at every M") : fmt::format("from M >= {}", m);
+      };
+      fmt::print("  each time below is +-{:.1f}% at 95% (the hardware file's calibration residuals); fused wins by more "
+                 "than that over split-sdma {}, over RCCL {}\n", out["band_95_pct"].get<double>(),
+                 text(out["m_clear_win_vs_split"].get<int64_t>()), text(out["m_clear_win_vs_rccl"].get<int64_t>()));
+    }
+    fmt::print("  {:>7} {:>10} {:>10} {:>10}\n", "M", "fused_us", "split_us", "rccl_us");
+    for (const auto& p : out["curve"])
+      fmt::print("  {:>7} {:>10.1f} {:>10.1f} {:>10.1f}\n", p["m"].get<int64_t>(), p["fused_us"].get<double>(),
+                 p["split_us"].get<double>(), p["rccl_us"].get<double>());
+  });
+
+  auto* calibrate = app.add_subcommand("calibrate", "fit the model to measurements; run probes or the real benchmark on a live node");
+  calibrate->require_subcommand(1);
+  register_calibrate_commands(*calibrate);
+}
+
+}  // namespace fusesim::cli
+
+#else  // FUSESIM_CLI_MAIN: the program.
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#ifdef FUSESIM_HAVE_TRACE
+#include "calibrate/trace/whatif.hpp"
+#endif
+
+/// build/fusesim: the commands of register_all (and trace, when built with it) on the command line;
+/// exit 0 on success, 1 on an error (printed as "fusesim: error: ..."), 2 when `check` finds a miss.
+int main(int argc, char** argv) {
+  CLI::App app{"fusesim: simulator and cost model of fused compute+communication paths on multi-GPU nodes"};
+  app.require_subcommand(1);
+#ifdef FUSESIM_VERSION
+  app.set_version_flag("--version", std::string("fusesim ") + FUSESIM_VERSION);
+#endif
+  fusesim::cli::register_all(app);
+  // The trace module is optional (-DFUSESIM_TRACE, CMakeLists.txt); its what-if predicts fused
+  // GEMM + all-reduce calls with the gemm_ar model.
+#ifdef FUSESIM_HAVE_TRACE
+  fusesim::register_trace_commands(app, fusesim::cli::gemm_ar_predictor);
+#endif
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "fusesim: error: unknown command '{}' (expected one of: {}; see fusesim --help)\n", argv[1], names);
+      return 1;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help / --version exit 0, `check` exits 2 on a miss and 1 on a file it could not check (a
+    // CLI::RuntimeError from its callback); CLI11's own usage errors (an unknown option, a file that
+    // does not exist: codes 100 and up) exit 1 like any other bad input, with the same prefix.
+    if (e.get_exit_code() < 100) return app.exit(e);
+    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", e.what(),
+               app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + " ");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fusesim: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+#endif  // FUSESIM_CLI_MAIN

@@ -1,0 +1,49 @@
+// Scenario files to cases: YAML, sweeps, merged parameters and measured values (the data types are
+// the model interface's, models/model.hpp). Knows no model: a model's own top-level sections are
+// handed to it (ModelSpec::scenario_sections, check_scenario).
+#pragma once
+
+#include <string>
+
+#include "hw/hardware.hpp"
+#include "models/model.hpp"
+
+namespace fusesim::scenario {
+
+/**
+ * Load a scenario file:
+ *   scenario: NAME
+ *   description: TEXT
+ *   hardware: hw/FILE.yaml          # tried relative to the scenario's folder, its parent, then the CWD
+ *   model: gemm_ar | gemm_ar_live | h200_probe | afd | ttft   (models/registry.inc)
+ *   tolerance_pct: 10               # default for every case
+ *   defaults: {param: value, ...}   # merged under every case's params
+ *   cases:
+ *     - id: NAME
+ *       params: {param: value, ...}
+ *       sweep: {param: [v1, v2, ...], ...}    # optional: cartesian product, ids get "/param=v"
+ *       measured: {value_us: X, source: "table, row"}             # single case
+ *       measured: [{at: {param: v}, value_us: X, source: "..."}]  # per sweep point
+ *       (any measured entry may add known_miss: "why the model misses it", period_us instead of
+ *        value_us, phases_us, and a timeline kernels: [{device, kernel, start_us, end_us}])
+ *       measured_phases: {phases_us: {gemm: X, ...}, source: "..."}
+ *       tolerance_pct: 5
+ *       note: TEXT
+ *   notes: TEXT
+ *   <a section of the scenario's model>: ...   # kernel_durations (afd), layer_fits (ttft)
+ * Errors (hw::FileError naming file, line and key): unreadable file, YAML syntax, a second YAML
+ * document (`---`), unknown keys (also inside measured values), a field of the wrong type, missing
+ * `scenario`/`hardware`/`model`/`cases`, a measured value without source, a known_miss that is not a
+ * reason (text), a sweep that is not a list, a measured `at:` naming a parameter that is not swept,
+ * matching no sweep point or several, or a point given twice, duplicate case ids, a kernel timeline
+ * entry that is not a device index, ends before it starts or is listed twice; a section of another
+ * model ("only the ttft model fits a layer count"), and what the scenario's model refuses in its
+ * sections (ModelSpec::check_scenario). Keys are written cases[ID].field (cases[INDEX].field, from 0,
+ * for a case without a usable id).
+ */
+models::Scenario load(const std::string& path);
+
+/// Load the scenario's hardware file (resolved by load()) against the builtin registry.
+hw::Hardware load_hardware(const models::Scenario& sc);
+
+}  // namespace fusesim::scenario

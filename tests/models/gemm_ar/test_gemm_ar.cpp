@@ -1,0 +1,277 @@
+// gemm_ar model tests: validation, memory formula, mechanisms (contention, what-ifs) and the
+// orderings seed 000 reports, on the committed MI355X hardware file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "tests/test_util.hpp"
+
+using namespace fusesim;
+using namespace fusesim::test;
+using models::GemmArConfig;
+
+namespace {
+const hw::Hardware& mi355x() {
+  static const hw::Hardware h = models::load_hardware(FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml");
+  return h;
+}
+GemmArConfig cfg(const std::string& mode, int64_t m = 16384) {
+  GemmArConfig c;
+  c.mode = mode;
+  c.m = m;
+  return c;
+}
+GemmArConfig fp8(const std::string& transport, int64_t m = 16384) {
+  GemmArConfig c = cfg("fused-sdma", m);
+  c.gather_dtype = "fp8";
+  c.gather_transport = transport;
+  return c;
+}
+double run(const GemmArConfig& c) { return models::simulate_gemm_ar(mi355x(), c).total_us; }
+double phase(const models::GemmArResult& r, const std::string& name) {
+  for (const auto& p : r.phases)
+    if (p.name == name) return p.end_us - p.start_us;
+  ADD_FAILURE() << "no phase " << name;
+  return 0;
+}
+constexpr double MiB = 1024.0 * 1024.0;
+}  // namespace
+
+TEST(GemmArValidate, RejectsImpossibleShapesAndCombinations) {
+  auto expect_bad = [](GemmArConfig c, const std::string& knob) {
+    try {
+      models::validate(c, mi355x());
+      ADD_FAILURE() << "accepted a bad " << knob;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(knob), std::string::npos) << e.what();
+    }
+  };
+  GemmArConfig c = cfg("fused-sdma");
+  c.k = 128;
+  expect_bad(c, "k");
+  c = cfg("fused-sdmaa");
+  expect_bad(c, "mode");
+  c = cfg("split-lsa");
+  c.gather_dtype = "fp8";
+  expect_bad(c, "gather_dtype");  // the benchmark refuses split-lsa with the fp8 wire
+  c = cfg("fused-sdma");
+  c.gather_transport = "lsa";
+  expect_bad(c, "gather_transport");  // lsa pull only exists for the fp8 wire
+  c = cfg("fused-sdma");
+  c.world_size = 3;
+  expect_bad(c, "world_size");
+  c = cfg("fused-sdma");
+  c.fuse_quantize = true;
+  expect_bad(c, "fuse_quantize");
+  c = cfg("fused-sdma");
+  c.quant = "int8";
+  expect_bad(c, "quant");
+  // A shape that does not fit in HBM names the dimension behind the largest term.
+  auto key_of = [](GemmArConfig c) {
+    try {
+      models::validate(c, mi355x());
+    } catch (const std::invalid_argument& e) {
+      const std::string w = e.what();
+      return w.substr(0, w.find(':'));
+    }
+    return std::string("accepted");
+  };
+  c = cfg("fused-sdma", 1024);
+  c.k = int64_t(1) << 31;  // B = N x K fp8 = 14 TiB
+  EXPECT_EQ(key_of(c), "k");
+  c = cfg("fused-sdma", 1024);
+  c.n = 2147483656;  // B and the window grow with N
+  EXPECT_EQ(key_of(c), "n");
+  c = cfg("fused-sdma", int64_t(1) << 26);  // the window and A grow with M
+  EXPECT_EQ(key_of(c), "m");
+  // The RCCL baseline has no window, but its all-reduced bf16 output (M x N) must fit too: M = 1e8
+  // at N = 7168 needs 1.3 TiB (it ran and predicted 14.6 s).
+  c = cfg("rccl", 100000000);
+  EXPECT_EQ(key_of(c), "m");
+  // M that is not a multiple of ws * BLOCK_M is padded, not refused.
+  c = cfg("fused-sdma", 1000);
+  EXPECT_NO_THROW(models::validate(c, mi355x()));
+  EXPECT_EQ(models::padded_m(c), 1024);
+}
+
+TEST(GemmArMemory, WindowSizeMatchesTheSeeds) {
+  // seed 000 / GEMM_AR.md: 700 MiB (bf16 wire) and 812 MiB (fp8 wire) at M=16384, N=7168, ws=8.
+  GemmArConfig c = cfg("fused-sdma");
+  EXPECT_NEAR(models::window_bytes(c) / MiB, 700, 700 * 0.02);
+  c.gather_dtype = "fp8";
+  EXPECT_NEAR(models::window_bytes(c) / MiB, 812, 812 * 0.02);
+  // V4.1-Flash PR: 560-640 MiB at N=5120; TP2 at M=16384 gives the ends of the range.
+  c = cfg("fused-sdma");
+  c.n = 5120;
+  c.world_size = 2;
+  EXPECT_NEAR(models::window_bytes(c) / MiB, 560, 560 * 0.02);
+  c.gather_dtype = "fp8";
+  EXPECT_NEAR(models::window_bytes(c) / MiB, 640, 640 * 0.02);
+  // The GEMM + RCCL baseline all-reduces an ordinary tensor: no window.
+  EXPECT_EQ(models::window_bytes(cfg("rccl")), 0.0);
+}
+
+TEST(GemmArMechanism, FusedGemmRunsLongerBecauseOfConcurrentTraffic) {
+  const auto alone = models::simulate_gemm_ar(mi355x(), cfg("gemm-only"));
+  const auto fused = models::simulate_gemm_ar(mi355x(), cfg("fused-sdma"));
+  GemmArConfig idle = cfg("fused-sdma");
+  idle.sdma_moves_nothing = true;  // same kernels and commands, no bytes on the fabric
+  const auto no_traffic = models::simulate_gemm_ar(mi355x(), idle);
+  // The fused GEMM is slower than the GEMM alone (per-phase table: 441.9 vs 369.4 us) ...
+  EXPECT_GT(phase(fused, "gemm"), phase(alone, "gemm") * 1.10);
+  // ... and the slowdown disappears when the copies move nothing: it comes from the shared fabric.
+  EXPECT_NEAR(phase(no_traffic, "gemm"), phase(alone, "gemm"), phase(alone, "gemm") * 0.01);
+}
+
+TEST(GemmArWhatIf, FailureModesAreVisible) {
+  const double normal = run(cfg("fused-sdma"));
+  GemmArConfig host = cfg("fused-sdma");
+  host.window_in_host_memory = true;
+  // Window in host memory: every window write crosses PCIe at about one link's rate: several-fold slower.
+  EXPECT_GT(run(host), 2.0 * normal);
+  GemmArConfig nothing = cfg("fused-sdma");
+  nothing.sdma_moves_nothing = true;
+  // A build without SDMA measures faster than it is (seed 000: -6.8% end to end instead of -2.3%) ...
+  EXPECT_LT(run(nothing), 0.8 * normal);
+  // ... and fp8/lsa then looks worst of the three wires, since the pull is the one leg not on SDMA.
+  GemmArConfig lsa = fp8("lsa"), sdma = fp8("sdma"), bf16 = cfg("fused-sdma");
+  for (auto* c : {&lsa, &sdma, &bf16}) c->sdma_moves_nothing = true;
+  EXPECT_GT(run(lsa), run(sdma));
+  EXPECT_GT(run(lsa), run(bf16));
+}
+
+TEST(GemmArWhatIf, HostWindowSlowsEveryAccessToTheWindow) {
+  // Every access to a window pinned in host memory crosses PCIe: the reduce and the LSA pull read it,
+  // and split-lsa's loads read peers' windows, so each of those slows down too (not only the writes).
+  auto host = [](GemmArConfig c) { c.window_in_host_memory = true; return c; };
+  const auto lsa = models::simulate_gemm_ar(mi355x(), fp8("lsa")), lsa_h = models::simulate_gemm_ar(mi355x(), host(fp8("lsa")));
+  EXPECT_GT(phase(lsa_h, "reduce"), 5.0 * phase(lsa, "reduce"));
+  EXPECT_GT(phase(lsa_h, "pull"), 5.0 * phase(lsa, "pull"));
+  EXPECT_GT(run(host(cfg("split-lsa"))), 3.0 * run(cfg("split-lsa")));
+  // split-sdma's GEMM writes an ordinary HBM tensor: only the window legs slow down.
+  const auto split = models::simulate_gemm_ar(mi355x(), cfg("split-sdma")),
+             split_h = models::simulate_gemm_ar(mi355x(), host(cfg("split-sdma")));
+  EXPECT_NEAR(phase(split_h, "gemm"), phase(split, "gemm"), 0.01 * phase(split, "gemm"));
+  EXPECT_GT(phase(split_h, "reduce"), 5.0 * phase(split, "reduce"));
+}
+
+TEST(GemmArValidate, FuseReducePushRefusesTheFp8Wire) {
+  GemmArConfig c = fp8("sdma");
+  c.fuse_reduce_push = true;
+  try {
+    models::validate(c, mi355x());
+    ADD_FAILURE() << "accepted fuse_reduce_push with the fp8 wire";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("fuse_reduce_push"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmArBaseline, RcclGemmIsNotPaddedToRowBands) {
+  // The fused kernels pad M to world_size x BLOCK_M (1024 here: M=1025 runs as 2048, two GEMM waves);
+  // the baseline's GEMM only rounds to its 128-row tile: M=1025 stays one wave, as M=1024.
+  GemmArConfig a = cfg("rccl", 1024), b = cfg("rccl", 1025);
+  EXPECT_EQ(models::padded_m(b), 1025);
+  EXPECT_NEAR(phase(models::simulate_gemm_ar(mi355x(), b), "gemm"), phase(models::simulate_gemm_ar(mi355x(), a), "gemm"), 0.5);
+  GemmArConfig f = cfg("fused-sdma", 1025);
+  EXPECT_EQ(models::padded_m(f), 2048);
+}
+
+TEST(GemmArPull, BlocksBeyondWhatTheCusHoldAddNoLoadsInFlight) {
+  // 256 CUs x 2048 work-items / 256 lanes = 2048 resident pull blocks: 4096 pulls like 2048.
+  GemmArConfig a = fp8("lsa"), b = fp8("lsa");
+  a.pull_blocks = 2048;
+  b.pull_blocks = 4096;
+  EXPECT_NEAR(run(a), run(b), 1e-6);
+}
+
+TEST(GemmArOrdering, WiresAndModesAtEveryM) {
+  // seed 000: fused-sdma + fp8/lsa < fp8/sdma < bf16 gather < split-sdma at every M.
+  for (int64_t m : {4096, 8192, 16384}) {
+    const double lsa = run(fp8("lsa", m)), f8s = run(fp8("sdma", m)), bf16 = run(cfg("fused-sdma", m)),
+                 split = run(cfg("split-sdma", m));
+    EXPECT_LT(lsa, f8s) << "M=" << m;
+    EXPECT_LT(f8s, bf16) << "M=" << m;
+    EXPECT_LT(bf16, split) << "M=" << m;
+  }
+  // fused-lsa loses to fused-sdma everywhere (GEMM_AR.md: its GEMM slows when the epilogue stores
+  // cross the fabric): at every M, and at N whose columns per rank are not whole tiles.
+  for (int64_t m : {2048, 4096, 8192, 16384, 32768})
+    EXPECT_GT(run(cfg("fused-lsa", m)), run(cfg("fused-sdma", m))) << "M=" << m;
+  // More output is never faster: 768, 896 (3.5 tiles of 256), 1024 and 1152 columns per rank.
+  double prev = 0;
+  for (int64_t n : {6144, 7168, 8192, 9216}) {
+    GemmArConfig c = cfg("fused-lsa", 8192);
+    c.n = n;
+    const double t = run(c);
+    EXPECT_GT(t, prev) << "N=" << n;
+    GemmArConfig s = cfg("fused-sdma", 8192);
+    s.n = n;
+    EXPECT_GT(t, run(s)) << "N=" << n;
+    prev = t;
+  }
+  // 16 chunks of 1.75 MiB lose to 8.
+  GemmArConfig c16 = cfg("fused-sdma");
+  c16.chunks = 16;
+  EXPECT_GT(run(c16), run(cfg("fused-sdma")));
+  EXPECT_EQ(models::effective_chunks(c16), 16);
+}
+
+TEST(GemmArOrdering, PullGridIsFlatFrom48To80AndSteepOutside) {
+  auto pull = [](int blocks) {
+    GemmArConfig c = fp8("lsa");
+    c.pull_blocks = blocks;
+    return run(c);
+  };
+  const double p48 = pull(48), p64 = pull(64), p80 = pull(80);
+  const double lo = std::min({p48, p64, p80}), hi = std::max({p48, p64, p80});
+  EXPECT_LE((hi - lo) / lo, 0.01);
+  EXPECT_GE(pull(24), p64 * 1.04);
+  EXPECT_GE(pull(256), p64 * 1.04);
+}
+
+TEST(GemmArOrdering, FuseQuantizeCostsTenToFortyMicroseconds) {
+  for (const std::string t : {"lsa", "sdma"}) {
+    GemmArConfig on = fp8(t), off = fp8(t);
+    on.fuse_quantize = true;
+    const double d = run(on) - run(off);
+    EXPECT_GE(d, 10.0) << t;
+    EXPECT_LE(d, 40.0) << t;
+  }
+}
+
+TEST(GemmArOrdering, ReducePushBestNearFourBandsWorstAtThirtyTwo) {
+  auto bands = [](int b, const std::string& publish) {
+    GemmArConfig c = cfg("fused-sdma");
+    c.fuse_reduce_push = true;
+    c.gather_bands = b;
+    c.publish = publish;
+    return run(c);
+  };
+  // Seed 000 (writethrough): 1162.1 / 1157.2 / 1160.3 / 1190.1 / 1323.5 us at 1 / 4 / 8 / 16 / 32
+  // bands: overlapping the gather with the reduce buys a little at 4 bands, per-band costs win after.
+  double worst = 0, best = 1e30;
+  int worst_b = 0, best_b = 0;
+  for (int b : {1, 2, 4, 8, 16, 32}) {
+    const double t = bands(b, "writethrough");
+    if (t > worst) { worst = t; worst_b = b; }
+    if (t < best) { best = t; best_b = b; }
+  }
+  EXPECT_EQ(worst_b, 32);
+  EXPECT_GE(best_b, 2);
+  EXPECT_LE(best_b, 8);
+  EXPECT_LT(bands(4, "writethrough"), bands(1, "writethrough"));
+  // A release after the stores (~61 us per band) is unrepayable: fence is slower at every band count.
+  for (int b : {1, 4, 32}) EXPECT_GT(bands(b, "fence"), bands(b, "writethrough") + 50.0) << b;
+}
+
+TEST(GemmArGroups, SmallerGroupsUseOnlyTheirLinks) {
+  // A TP4 group on the 8-GPU mesh: each rank has 3 peers; the call is valid and cheaper per row.
+  GemmArConfig c = cfg("fused-sdma");
+  c.world_size = 4;
+  c.n = 5120;
+  const auto r = models::simulate_gemm_ar(mi355x(), c);
+  EXPECT_EQ(r.per_rank_us.size(), 4u);
+  EXPECT_GT(r.total_us, 0);
+}

@@ -1,0 +1,108 @@
+// The committed MI355X scenario (seed 000) against its measured values, and a traced call's lanes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "scenario/load.hpp"
+#include "scenario/run.hpp"
+#include "tests/test_util.hpp"
+
+using namespace fusesim;
+using fusesim::test::kRoot;
+
+class Mi355xScenario : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sc_ = new models::Scenario(scenario::load(kRoot + "/scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml"));
+    hw_ = new hw::Hardware(scenario::load_hardware(*sc_));
+    res_ = new nlohmann::json(scenario::run(*sc_, *hw_));
+  }
+  static models::Scenario* sc_;
+  static hw::Hardware* hw_;
+  static nlohmann::json* res_;
+};
+models::Scenario* Mi355xScenario::sc_ = nullptr;
+hw::Hardware* Mi355xScenario::hw_ = nullptr;
+nlohmann::json* Mi355xScenario::res_ = nullptr;
+
+TEST_F(Mi355xScenario, EveryMeasuredCaseWithinTenPercent) {
+  int compared = 0;
+  for (const auto& c : (*res_)["cases"]) {
+    if (c["error_pct"].is_null()) continue;
+    ++compared;
+    EXPECT_LE(std::fabs(c["error_pct"].get<double>()), 10.0) << c["id"];
+  }
+  EXPECT_GE(compared, 30);
+}
+
+TEST_F(Mi355xScenario, MedianAndMaxErrorOverSeed000) {
+  const auto& s = (*res_)["summary"];
+  EXPECT_LE(s["median_abs_error_pct"].get<double>(), 3.0);
+  EXPECT_LE(s["max_abs_error_pct"].get<double>(), 8.0);
+}
+
+TEST_F(Mi355xScenario, PerPhaseTableWithinFifteenPercent) {
+  const std::set<std::string> checked{"gemm", "drain", "reduce", "gather"};
+  int n = 0;
+  for (const auto& c : (*res_)["cases"]) {
+    if (c["id"].get<std::string>().rfind("phases/", 0) != 0) continue;
+    for (const auto& p : c["phases"]) {
+      if (!p.contains("measured_us") || !checked.count(p["name"].get<std::string>())) continue;
+      ++n;
+      EXPECT_LE(std::fabs(p["error_pct"].get<double>()), 15.0) << c["id"] << " " << p["name"];
+    }
+  }
+  EXPECT_EQ(n, 11);  // bf16: 4 phases, fp8/sdma: 4, fp8/lsa: gemm, drain, reduce (its gather is the barrier)
+}
+
+TEST_F(Mi355xScenario, CasesReportWindowAndWireError) {
+  for (const auto& c : (*res_)["cases"]) {
+    // Every mori mode allocates the window; the GEMM + RCCL baseline has none.
+    if (c["params"]["mode"] == "rccl") EXPECT_EQ(c["window_MiB"].get<double>(), 0.0) << c["id"];
+    else EXPECT_GT(c["window_MiB"].get<double>(), 0) << c["id"];
+    const bool fp8 = c["params"]["gather_dtype"] == "fp8";
+    if (fp8) EXPECT_NEAR(c["wire_rel_l2"].get<double>(), 2.6e-2, 0.3e-2) << c["id"];
+    else EXPECT_EQ(c["wire_rel_l2"].get<double>(), 0.0) << c["id"];
+  }
+}
+
+TEST(Trace, FusedCaseHasOneLanePerResourceAndScatterOverlapsGemm) {
+  auto hw = models::load_hardware(kRoot + "/hw/mi355x-8gpu.yaml");
+  sim::TraceSink trace;
+  models::GemmArConfig c;
+  models::simulate_gemm_ar(hw, c, &trace);
+  const auto j = trace.to_json();
+  ASSERT_TRUE(j.contains("traceEvents"));
+  std::set<std::string> threads;
+  double gemm_end = 0, first_put = 1e18;
+  std::map<int, std::string> tid_name;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") tid_name[e["tid"].get<int>()] = e["args"]["name"];
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid"));
+    if (e["ph"] != "X") continue;
+    ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid"));
+    const std::string lane = tid_name[e["tid"].get<int>()];
+    threads.insert(lane);
+    const std::string name = e["name"];
+    if (name.rfind("gemm wave", 0) == 0) gemm_end = std::max(gemm_end, e["ts"].get<double>() + e["dur"].get<double>());
+    if (name.rfind("scatter chunk", 0) == 0) first_put = std::min(first_put, e["ts"].get<double>());
+  }
+  // Slices on the CUs and on each copy-engine queue; every resource (CUs, HBM, each link direction,
+  // each queue) has its lane, the HBM and the links with their utilisation counter.
+  for (const std::string lane : {"cu", "sdma->1"})
+    EXPECT_TRUE(std::any_of(threads.begin(), threads.end(), [&](const std::string& t) { return t.rfind(lane, 0) == 0; })) << lane;
+  const auto lanes = trace.lanes();
+  for (const std::string lane : {"gpu0/cu", "gpu0/hbm", "gpu0/fabric-requests", "gpu0/xgmi->1", "gpu1/xgmi->0",
+                                 "gpu0/sdma->1", "gpu0/barrier", "gpu7/barrier"})
+    EXPECT_NE(std::find(lanes.begin(), lanes.end(), lane), lanes.end()) << lane;
+  int counters = 0;
+  for (const auto& e : j["traceEvents"]) counters += e["ph"] == "C";
+  EXPECT_GT(counters, 0);
+  EXPECT_LT(first_put, 0.5 * gemm_end);  // the scatter's puts start while the GEMM still runs
+}
