@@ -141,7 +141,7 @@ const ModelSpec& afd_spec() {
     // The hardware it reads depends on the topology: the NVLink domain's set or the pods'.
     auto hardware = [](const hw::Hardware* on) { return on ? afd::afd_hardware(*on).reads() : afd::afd_hardware_reads(); };
     ModelSpec s{"afd", "MoE dispatch/combine between Attention and FFN ranks: one NVLink domain, or pods over InfiniBand with NIC atomics",
-                "seed 004 (the AFD transport's measurements and kernels), AFD.md; fitted by fusesim_afd_fit", hardware,
+                "seed 004 (the AFD transport's measurements and kernels), AFD.md; fitted by `fusesim calibrate fit --method nelder-mead`", hardware,
                 listing_of(afd::afd_case_schema()), afd::run_afd_case};
     // The pods model's NIC placement is a property of the hardware: refused at the hardware line.
     s.check_hardware = [](const hw::Hardware& hw) {
