@@ -47,15 +47,6 @@ class ContextScope {
   sc_core::sc_simcontext* prev_default_;
 };
 
-/// The process-wide clock the engine used to run on, in ps: every Simulation of a process shared
-/// one SystemC context, so each started where the previous one had stopped. Kernel time is now
-/// per Simulation (from zero); this counter only reproduces the floating-point rounding of the old
-/// clock in now(), so that every output stays bit-identical (see Simulation::now). Reset to zero
-/// once past 2^53 ps (2.5 hours of simulated time in one process), where the old clock was a third
-/// of the way to wrapping around.
-uint64_t g_process_clock_ps = 0;
-constexpr uint64_t kProcessClockResetPs = uint64_t{1} << 53;
-
 std::string seconds_text(double s) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g s", s);
@@ -71,8 +62,6 @@ struct Simulation::Impl {
   sc_core::sc_process_handle proc;
   bool running = false;
   bool ran_once = false;
-  uint64_t run_base_ps = 0;  // g_process_clock_ps when run() started
-  double t0_ps = 0;          // the old clock at run() start, converted as the old code did
 };
 
 Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
@@ -104,11 +93,10 @@ Seconds Simulation::max_seconds() {
 
 Seconds Simulation::now() const {
   ContextScope scope(impl_->ctx.get());
-  // Kernel time since this simulation's start (own context, from zero), placed on the old
-  // process-wide clock and converted with the same arithmetic as before: outputs stay bit-identical.
+  // Kernel time since this simulation's start: its own context's clock, from zero, in whole ps. No
+  // state of other simulations enters, so a result does not depend on what the process ran before.
   if (!impl_->ran_once && !impl_->running) return 0.0;  // not started: its clock stands at zero
-  uint64_t clock_ps = impl_->run_base_ps + impl_->ctx->time_stamp().value();
-  return (sc_core::sc_time::from_value(clock_ps).to_seconds() * kPsPerSecond - impl_->t0_ps) / kPsPerSecond;
+  return double(impl_->ctx->time_stamp().value()) / kPsPerSecond;
 }
 
 Timer Simulation::at(Seconds t, std::function<void()> fn) {
@@ -186,16 +174,10 @@ Seconds Simulation::run() {
   // Runs once at the current time (initialisation), then whenever the wake event fires.
   impl_->proc = sc_core::sc_spawn([this] { step(); }, sc_core::sc_gen_unique_name("fusesim_sim"),
                                   &opts);
-  if (g_process_clock_ps > kProcessClockResetPs) g_process_clock_ps = 0;  // keep base + kernel time far from 2^64
-  // Time starts at zero for this run even where another simulation ran since this one was built
-  // (the old shared clock then started it where that one had stopped).
-  impl_->t0_ps = sc_core::sc_time::from_value(g_process_clock_ps).to_seconds() * kPsPerSecond;
-  impl_->run_base_ps = g_process_clock_ps;
   impl_->running = true;
   auto finish = [&] {
     impl_->running = false;
     impl_->ran_once = true;
-    g_process_clock_ps = impl_->run_base_ps + impl_->ctx->time_stamp().value();
   };
   try {
     sc_core::sc_start();
