@@ -22,11 +22,7 @@ namespace fusesim::calibrate {
 namespace {
 
 namespace fs = std::filesystem;
-using test::run_shell;
-using test::slurp;
-using test::spit;
-using test::src;
-using test::temp_dir;
+using namespace test;  // tests/calibrate/test_util.hpp
 
 const std::string kBin = FUSESIM_BIN;
 const std::string kScenario = src("scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml");

@@ -24,10 +24,7 @@
 namespace fusesim::calibrate {
 namespace {
 
-using test::run_shell;
-using test::slurp;
-using test::src;
-using test::temp_dir;
+using namespace test;  // tests/calibrate/test_util.hpp
 
 std::vector<std::string> nvlink_scenarios() {
   std::vector<std::string> v;

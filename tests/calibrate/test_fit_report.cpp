@@ -20,10 +20,7 @@
 namespace fusesim::calibrate {
 namespace {
 
-using test::run_shell;
-using test::slurp;
-using test::src;
-using test::temp_dir;
+using namespace test;  // tests/calibrate/test_util.hpp
 
 const std::string kBin = FUSESIM_BIN;
 

@@ -50,12 +50,7 @@ extern "C" void remove_tmp_and_exit(int sig) {
 const GeneratedTrace& trace_files() {
   static GeneratedTrace t = [] {
     GeneratedTrace g;
-    testgen::GenSpec spec;
-    spec.ranks = 1;
-    spec.layers = 61;
-    spec.prefill_steps = 10;
-    spec.decode_steps = 118;
-    spec.python_events_per_kernel = 1;
+    testgen::GenSpec spec{.ranks = 1, .layers = 61, .prefill_steps = 10, .decode_steps = 118, .python_events_per_kernel = 1};
     g.plain = fmt::format("/tmp/fusesim_bench_trace_{}.json", ::getpid());
     g.gzip = fmt::format("/tmp/fusesim_bench_trace_{}.json.gz", ::getpid());
     std::strncpy(g_tmp_paths[0], g.plain.c_str(), sizeof g_tmp_paths[0] - 1);

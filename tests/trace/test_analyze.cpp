@@ -325,11 +325,7 @@ TEST(TraceAnalyze, EightRankTraceKnownAnswers) {
 
 TEST(TraceAnalyze, OneStreamPerRankHasZeroOverlapGzip) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 4;
-  spec.two_streams = false;
-  spec.amd = true;
-  spec.gzip = true;
+  testgen::GenSpec spec{.ranks = 4, .two_streams = false, .amd = true, .gzip = true};
   auto truth = testgen::write_trace_dir(spec, d.str());
   auto files = read_trace(d.str());
   ASSERT_TRUE(files[0].gzip);
@@ -351,9 +347,7 @@ TEST(TraceAnalyze, OneStreamPerRankHasZeroOverlapGzip) {
 
 TEST(TraceAnalyze, PhasesFromGemmShapesWithoutStepAnnotations) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 2;
-  spec.step_annotations = false;
+  testgen::GenSpec spec{.ranks = 2, .step_annotations = false};
   auto truth = testgen::write_trace_dir(spec, d.str());
   auto files = read_trace(d.str());
   auto rep = analyze(files, CategoryTable::builtin(), AnalyzeOptions{}, "all", d.str());

@@ -136,10 +136,7 @@ TEST(TraceReader, ReadsBareEventArray) {
 
 TEST(TraceReader, FlowEventsSupplyMissingCorrelation) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 1;
-  spec.layers = 1;
-  spec.correlation_in_args = false;
+  testgen::GenSpec spec{.ranks = 1, .layers = 1, .correlation_in_args = false};
   testgen::write_trace_file(spec, 0, d.file("r.json"));
   auto t = read_trace_file(d.file("r.json"));
   ASSERT_FALSE(t.gpu_ops.empty());
@@ -148,11 +145,7 @@ TEST(TraceReader, FlowEventsSupplyMissingCorrelation) {
 
 TEST(TraceReader, DirectoryOfRanksInNaturalOrder) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 12;
-  spec.layers = 1;
-  spec.prefill_steps = 0;
-  spec.decode_steps = 1;
+  testgen::GenSpec spec{.ranks = 12, .layers = 1, .prefill_steps = 0, .decode_steps = 1};
   testgen::write_trace_dir(spec, d.str());
   write_text(d.file("notes.txt"), "not a trace");
   auto ranks = read_trace(d.str());
@@ -166,9 +159,7 @@ TEST(TraceReader, DirectoryOfRanksInNaturalOrder) {
 
 TEST(TraceReader, BadRankFileInDirectoryIsNamed) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 4;
-  spec.layers = 1;
+  testgen::GenSpec spec{.ranks = 4, .layers = 1};
   testgen::write_trace_dir(spec, d.str());
   std::string text = test::read_text(d.file("rank2.json"));
   write_text(d.file("rank2.json"), text.substr(0, text.size() / 3));
@@ -223,10 +214,7 @@ TEST(TraceReader, TruncatedFileReportsEndOffset) {
 
 TEST(TraceReader, TruncatedGzipIsAnError) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 1;
-  spec.layers = 8;
-  spec.gzip = true;
+  testgen::GenSpec spec{.ranks = 1, .layers = 8, .gzip = true};
   testgen::write_trace_file(spec, 0, d.file("full.json.gz"));
   std::string bytes = test::read_text(d.file("full.json.gz"));
   ASSERT_GT(bytes.size(), 4000u);

@@ -39,11 +39,7 @@ TEST(TraceWhatIf, ReplayReproducesEightRankStepTimes) {
 
 TEST(TraceWhatIf, DependencyInferenceFindsCrossStreamWaits) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 1;
-  spec.prefill_steps = 0;
-  spec.decode_steps = 1;
-  spec.layers = 1;
+  testgen::GenSpec spec{.ranks = 1, .layers = 1, .prefill_steps = 0, .decode_steps = 1};
   auto truth = testgen::write_trace_dir(spec, d.str());
   auto files = read_trace(d.str());
   auto table = CategoryTable::builtin();
@@ -68,10 +64,7 @@ TEST(TraceWhatIf, DependencyInferenceFindsCrossStreamWaits) {
 }
 
 testgen::GenSpec one_stream_spec() {
-  testgen::GenSpec spec;
-  spec.ranks = 4;
-  spec.two_streams = false;
-  spec.amd = true;  // like the seed's MI355X decode: everything on one HIP stream
+  testgen::GenSpec spec{.ranks = 4, .two_streams = false, .amd = true};  // like the seed's MI355X decode: everything on one HIP stream
   return spec;
 }
 
@@ -114,10 +107,7 @@ TEST(TraceWhatIf, CommStreamHidesAllCommWhenGapsAreGpuSide) {
 
 TEST(TraceWhatIf, ScaleCollectiveAddsExactlyTheExtraTimeOnAChainedStream) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 2;
-  spec.two_streams = false;
-  spec.layer_gap_us = 0;  // no host gap to absorb the change
+  testgen::GenSpec spec{.ranks = 2, .two_streams = false, .layer_gap_us = 0};  // no host gap to absorb the change
   testgen::write_trace_dir(spec, d.str());
   auto files = read_trace(d.str());
   WhatIfOptions opt;
@@ -133,10 +123,7 @@ TEST(TraceWhatIf, ScaleCollectiveAddsExactlyTheExtraTimeOnAChainedStream) {
 
 TEST(TraceWhatIf, FuseGemmAllReduceUsesThePredictor) {
   TempDir d;
-  testgen::GenSpec spec;
-  spec.ranks = 1;
-  spec.two_streams = false;
-  spec.layer_gap_us = 0;
+  testgen::GenSpec spec{.ranks = 1, .two_streams = false, .layer_gap_us = 0};
   testgen::write_trace_dir(spec, d.str());
   auto files = read_trace(d.str());
   std::vector<std::tuple<int64_t, int64_t, int64_t, int>> asked;
@@ -182,14 +169,7 @@ TEST(TraceWhatIf, FuseGemmAllReduceOnAOneRankTraceNeedsTheWorldSize) {
 /// 8 ranks whose collectives wait for the slowest one (trace_gen.hpp, collective_wait): decode only,
 /// no host gap, so a delay is never absorbed by idle time.
 testgen::GenSpec coupled_spec() {
-  testgen::GenSpec spec;
-  spec.ranks = 8;
-  spec.prefill_steps = 0;
-  spec.decode_steps = 2;
-  spec.layers = 4;
-  spec.collective_wait = true;
-  spec.gemm_skew_us = 1.0;
-  spec.layer_gap_us = 0;
+  testgen::GenSpec spec{.ranks = 8, .layers = 4, .prefill_steps = 0, .decode_steps = 2, .collective_wait = true, .gemm_skew_us = 1.0, .layer_gap_us = 0};
   return spec;
 }
 
