@@ -92,4 +92,13 @@ struct TiledKernel {
 };
 void run_tiled(SmPool& pool, const TiledKernel& k, std::function<void()> on_done);
 
+/**
+ * Time, in units of one CTA's length, of a kernel of `ctas` equal CTAs, one per SM, when `held_sms` SMs
+ * are held by another kernel for the whole run: the CTAs run in waves over the free SMs (run_tiled on a
+ * pool of sm.sms SMs). waves_beside(sm, g, h) / waves_beside(sm, g, 0) is the slowdown the SM pool
+ * predicts for such a kernel beside the holder. Errors: std::invalid_argument for ctas < 1 or held_sms
+ * outside 0..sm.sms - 1.
+ */
+double waves_beside(const SmLimits& sm, int ctas, int held_sms);
+
 }  // namespace fusesim::hw
