@@ -17,7 +17,9 @@
 //             launched first on its own stream; the GEMM's stream waits on a device flag until every
 //             neighbour block has started (so the neighbour holds its SMs before the GEMM is scheduled),
 //             then runs the GEMM. The neighbour's work is sized from a short alone run to last
-//             --cover x the GEMM's alone time; `covered` says whether it outlasted the GEMM.
+//             --cover x the GEMM's alone time; `covered` says whether it outlasted the GEMM. With
+//             --plan-for-free each point's GEMM is the plan for the SMs the neighbour leaves (SM-count
+//             target = SMs - B), timed alone first (alone_time_us; default_plan_alone_time_us beside it).
 // Every timing: --warmup untimed, --iters timed behind a start gate, median; --pause-ms idle first.
 #include <algorithm>
 #include <chrono>
@@ -128,6 +130,8 @@ int main(int argc, char** argv) {
   const long long slice_mib = args.integer("--slice-mib", 4, "copy: HBM slice per block (MiB)");
   const double cover = static_cast<double>(args.integer("--cover", 4, "beside: neighbour length / GEMM alone"));
   const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle time before each point (ms)"));
+  const bool plan_for_free = args.flag("--plan-for-free", "beside: the GEMM planned for the SMs the neighbour leaves "
+                                                          "(SM-count target = SMs - B), timed alone and beside");
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
   if (mode != "alone" && mode != "gemm_once" && mode != "beside") {
     std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once or beside (got %s)\n", mode.c_str());
@@ -245,13 +249,27 @@ int main(int argc, char** argv) {
     for (const auto& kind : kinds)
       for (auto b64 : blocks) {
         const int b = static_cast<int>(b64);
+        // --plan-for-free: this point's GEMM is planned for nsm - b SMs (timed alone first).
+        std::unique_ptr<GemmPlan> fplan;
+        double f_alone = 0;
+        if (plan_for_free) {
+          fplan = std::make_unique<GemmPlan>(handle, GemmDtype::bf16, sh.m, sh.n, sh.k, kGemmWorkspaceBytes, nullptr, nullptr,
+                                             nsm - b);
+          if (!fplan->ok() || !fplan->select_working_algo(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s)) {
+            std::fprintf(stderr, "fusesim: probe_smshare: no plan for %d SMs: %s\n", nsm - b, fplan->error().c_str());
+            return 1;
+          }
+          f_alone = time_one(gs.s, g0, g1, [&]() { fplan->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); }).median;
+        }
+        GemmPlan* gp = plan_for_free ? fplan.get() : def.get();
+        const double t_ref = plan_for_free ? f_alone : t_alone;
         // Size the neighbour: time a unit of work alone, scale to cover x the GEMM.
         const long long unit = nb_unit(kind);
         Stats su = time_one(ns.s, n0, n1, [&]() {
           GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
           launch_nb(kind, b, unit);
         });
-        const long long work = std::max<long long>(1, static_cast<long long>(std::ceil(unit * cover * t_alone / su.median)));
+        const long long work = std::max<long long>(1, static_cast<long long>(std::ceil(unit * cover * t_ref / su.median)));
         pause();
         std::vector<double> tg, tn, lead;
         int covered = 0;
@@ -269,7 +287,7 @@ int main(int argc, char** argv) {
           wait_started<<<1, 1, 0, gs.s>>>(started.as<int>(), b, tmo.as<int>());
           GPU_CHECK_LAUNCH();
           GPU_CHECK(hipEventRecord(g0.e, gs.s));
-          def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
+          gp->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
           GPU_CHECK(hipEventRecord(g1.e, gs.s));
           if (timed) gate.release();
           GPU_CHECK(hipDeviceSynchronize());
@@ -283,8 +301,9 @@ int main(int argc, char** argv) {
         GPU_CHECK(hipMemcpy(&h_tmo, tmo.ptr, sizeof(int), hipMemcpyDeviceToHost));
         JsonLine j;
         j.str("measure", "gemm_beside").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n).integer("k", sh.k)
-            .str("neighbour", kind).integer("blocks", b).timing(stats_of(tg)).num("alone_time_us", t_alone)
-            .num("slowdown", stats_of(tg).median / t_alone).num("neighbour_time_us", stats_of(tn).median)
+            .str("neighbour", kind).integer("blocks", b).timing(stats_of(tg)).num("alone_time_us", t_ref)
+            .num("slowdown", stats_of(tg).median / t_ref).integer("sm_target", plan_for_free ? nsm - b : 0)
+            .num("default_plan_alone_time_us", t_alone).str("algo", gp->algo_fingerprint()).num("neighbour_time_us", stats_of(tn).median)
             .num("neighbour_lead_us", stats_of(lead).median).integer("neighbour_work", work)
             .integer("covered_iters", covered).boolean("start_wait_timeout", h_tmo != 0)
             .boolean("gate_timeout", gate.timed_out());
