@@ -13,6 +13,9 @@
 //               attributes (threads, registers per thread, static + dynamic shared memory).
 //  gemm_once  each shape's plans run once (for `ncu --section LaunchStats`: grid, cluster, registers,
 //             shared memory of the library's kernel).
+//  gpcmap     "cluster_placement": a kernel launched in clusters of 2, 4, 8 and 16 CTAs (grid = the
+//             most clusters resident, from cudaOccupancyMaxActiveClusters) records each CTA's %smid: the
+//             SMs of one cluster share a GPC, which maps SMs to GPCs (CUDA only).
 //  beside     "gemm_beside": the GEMM (default plan) while a neighbour of B blocks runs: the neighbour is
 //             launched first on its own stream; the GEMM's stream waits on a device flag until every
 //             neighbour block has started (so the neighbour holds its SMs before the GEMM is scheduled),
@@ -88,6 +91,18 @@ __global__ void __launch_bounds__(512) nb_compute(float* out, long long iters, i
   if (s == 1234.5f) out[blockIdx.x] = s;  // never true; keeps the chains live
 }
 
+// One block of a cluster: records its SM and spins about `spin` cycles (so the whole grid is resident).
+__global__ void cluster_smid(int* smids, long long spin) {
+  extern __shared__ char pad[];
+  if (threadIdx.x == 0) {
+    pad[0] = 0;
+    smids[blockIdx.x] = my_smid();
+  }
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin) {
+  }
+}
+
 // Spins (one thread) until *started >= need, or about 2 s of cycles (then sets *timeout).
 __global__ void wait_started(volatile int* started, int need, int* timeout) {
   const long long t0 = clock64();
@@ -133,8 +148,8 @@ int main(int argc, char** argv) {
   const bool plan_for_free = args.flag("--plan-for-free", "beside: the GEMM planned for the SMs the neighbour leaves "
                                                           "(SM-count target = SMs - B), timed alone and beside");
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
-  if (mode != "alone" && mode != "gemm_once" && mode != "beside") {
-    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once or beside (got %s)\n", mode.c_str());
+  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap") {
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside or gpcmap (got %s)\n", mode.c_str());
     return 2;
   }
 
@@ -215,6 +230,48 @@ int main(int argc, char** argv) {
         .num_list("smids", hv);
   };
   auto nb_unit = [&](const std::string& kind) -> long long { return kind == "copy" ? 8 : 200000; };
+
+  if (mode == "gpcmap") {
+#if defined(FUSESIM_GPU_HIP)
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode gpcmap needs CUDA thread-block clusters\n");
+    return 2;
+#else
+    GPU_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const int smem = 120 * 1024;  // more than half an SM's shared memory: one block per SM
+    GPU_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    for (int cs : {2, 4, 8, 16}) {
+      cudaLaunchConfig_t cfg{};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = cs;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.blockDim = dim3(128, 1, 1);
+      cfg.gridDim = dim3(cs, 1, 1);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = gs.s;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      GPU_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_smid, &cfg));
+      // Grid: every cluster that fits at once (one block per SM by its shared memory).
+      for (int r = 0; r < 3; ++r) {
+        cfg.gridDim = dim3(clusters * cs, 1, 1);
+        GPU_CHECK(cudaLaunchKernelEx(&cfg, cluster_smid, smids.as<int>(), 2000000LL));
+        GPU_CHECK(hipStreamSynchronize(gs.s));
+        std::vector<int> h(clusters * cs);
+        GPU_CHECK(hipMemcpy(h.data(), smids.ptr, sizeof(int) * h.size(), hipMemcpyDeviceToHost));
+        std::vector<double> hv(h.begin(), h.end());
+        JsonLine j;
+        j.str("measure", "cluster_placement").integer("cluster", cs).integer("max_active_clusters", clusters)
+            .integer("repeat", r).num_list("smids", hv);
+        rep.emit(j);
+      }
+    }
+    (void)hipblasLtDestroy(handle);
+    return 0;
+#endif
+  }
 
   for (const auto& sh : shapes) {
     std::unique_ptr<GemmPlan> def;

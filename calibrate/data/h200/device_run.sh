@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device run script for issue 19 (probe_smshare), as used through the device tool: hw/kernels and calibrate/live
-# were copied to .devwork/ of the session checkout and carried. usage: bash device_run.sh COMMIT alone|beside|posthoc
+# were copied to .devwork/ of the session checkout and carried. usage: bash device_run.sh COMMIT alone|beside|posthoc|gpcmap
 set -u
 COMMIT=$1; MODE=$2
 export PATH=$PATH:/usr/local/cuda/bin
@@ -20,6 +20,9 @@ if [ "$MODE" = alone ]; then
   timeout 200 ncu --clock-control none --section LaunchStats --section Occupancy --csv --page details $B --mode gemm_once --commit $COMMIT > $OUT/ncu.csv 2> $OUT/ncu.err; echo "ncu rc $? $(( $(date +%s) - t0 )) s"
   tail -3 $OUT/alone.err; tail -3 $OUT/ncu.err
   grep -c . $OUT/alone.jsonl; head -c 600 $OUT/ncu.csv
+elif [ "$MODE" = gpcmap ]; then
+  echo "probe_smshare --mode gpcmap --commit $COMMIT" > $OUT/commands.txt
+  $B --mode gpcmap --commit $COMMIT > $OUT/gpcmap.jsonl 2> $OUT/gpcmap.err; echo "gpcmap rc $?"; tail -3 $OUT/gpcmap.err; grep -c . $OUT/gpcmap.jsonl
 elif [ "$MODE" = posthoc ]; then
   CMD="probe_smshare --mode beside --plan-for-free --blocks 4,16,33,66 --cover 20 --commit $COMMIT"
   echo "$CMD" > $OUT/commands.txt
