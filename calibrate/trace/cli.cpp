@@ -104,6 +104,10 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
                  "or all (the whole trace as one window)")
       ->check(CLI::IsMember({"prefill", "decode", "steps", "all"}))->capture_default_str();
   wi->add_flag("--comm-stream", wopt->comm_stream, "Move communication kernels to their own stream (depending only on their producers)");
+  wi->add_option("--sms", wopt->sms,
+                 "With --comm-stream: SMs per GPU for the SM-sharing charge of compute kernels beside a moved collective "
+                 "(their CTAs in waves over the SMs its grid leaves, hw/sm_pool.hpp); 0: no charge (default 132)")
+      ->check(CLI::Range(0, 100000));
   wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
                  "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

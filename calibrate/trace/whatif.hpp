@@ -44,6 +44,11 @@ struct WhatIfOptions {
   /// With comm_stream: the N-th non-communication event after a collective on its original stream
   /// waits for it (0 = no consumer waits: the optimistic bound "depending only on producers").
   int comm_consumer_after = 0;
+  /// With comm_stream: SMs of the GPU for the SM-sharing charge (hw/sm_pool.hpp): a compute kernel
+  /// that the replay puts beside a moved communication kernel runs its CTAs in waves over the SMs the
+  /// collective leaves (its grid from the trace's args.grid), and is replayed again with that
+  /// slowdown on the overlapped part. 0: no charge. Default 132 (H100 / H200 SXM).
+  int sms = 132;
   std::vector<CollectiveScale> scale;
   bool fuse_gemm_ar = false;      ///< replace GEMM + following all-reduce by the predictor's time
   std::string allreduce_regex = "all_?reduce|cross_device_reduce|allreduce";
@@ -183,6 +188,8 @@ struct WhatIfWindowRow {
   std::string window;  ///< window name ("ProfilerStep#3", "run 1")
   std::string phase;
   double measured_us = 0, replay_us = 0, whatif_us = 0;  ///< max over ranks
+  /// With comm_stream and sms > 0: the what-if replayed again with the SM-sharing charge (max over ranks).
+  double whatif_charged_us = 0;
   std::vector<double> measured_by_rank, replay_by_rank, whatif_by_rank;
 };
 
@@ -204,7 +211,27 @@ struct WhatIfReport {
   double replay_error() const { return measured_us > 0 ? (replay_us - measured_us) / measured_us : 0; }
   double saving_us() const { return replay_us - whatif_us; }
   double comm_us = 0;  ///< communication kernel time in the replayed windows, max over ranks
+  /// The SM-sharing charge (comm_stream with sms > 0): the what-if replayed again with every compute
+  /// kernel beside a moved collective slowed by hw::waves_beside on its overlapped part, summed over
+  /// windows; the kernels charged, those beside a collective without a grid in the trace (not charged),
+  /// and the added kernel time (us, summed over ranks and windows).
+  bool charged = false;
+  double whatif_charged_us = 0;
+  int charged_kernels = 0, uncharged_no_grid = 0;
+  double interference_us = 0;
+  double saving_charged_us() const { return replay_us - whatif_charged_us; }
 };
+
+/**
+ * The SM-sharing charge of one replayed graph (times of the replay: start_us / end_us per node): each
+ * compute kernel overlapping communication kernels gets dur x (f - 1) x overlap / dur added, f =
+ * hw::waves_beside(ctas, held) / hw::waves_beside(ctas, 0) with ctas its grid (x*y*z) and held the
+ * largest grid among the collectives it overlaps (one block per SM, capped at sms - 1). Returns the
+ * time added (us); counts charged kernels and those without a grid. Errors: std::invalid_argument
+ * for sms < 2.
+ */
+double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vector<double>& start_us,
+                         const std::vector<double>& end_us, int sms, int* charged, int* no_grid);
 
 /**
  * Replay the selected windows of every rank as measured, then with the changes, and report step

@@ -46,7 +46,8 @@ hipDataType input_type(GemmDtype d) {
   } while (0)
 
 GemmPlan::GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t n, int64_t k,
-                   size_t workspace_bytes, const float* scale_x_dev, const float* scale_w_dev)
+                   size_t workspace_bytes, const float* scale_x_dev, const float* scale_w_dev,
+                   int sm_count_target)
     : handle_(handle), m_(m), n_(n), k_(k), ws_bytes_(workspace_bytes) {
   const hipDataType in = input_type(dtype);
   PLAN_TRY(hipblasLtMatmulDescCreate(&desc_, HIPBLAS_COMPUTE_32F, HIP_R_32F));
@@ -63,6 +64,15 @@ GemmPlan::GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t
                                              sizeof scale_w_dev));
     PLAN_TRY(hipblasLtMatmulDescSetAttribute(desc_, HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_x_dev,
                                              sizeof scale_x_dev));
+  }
+  if (sm_count_target > 0) {
+#if defined(FUSESIM_GPU_HIP)
+    error_ = "sm_count_target: hipBLASLt has no SM-count target attribute";
+    return;
+#else
+    const int32_t sms = sm_count_target;
+    PLAN_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
+#endif
   }
   // Column-major: A' = W stored k x n (ld k), B' = X stored k x m (ld k), C' = C stored n x m (ld n).
   PLAN_TRY(hipblasLtMatrixLayoutCreate(&a_, in, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));

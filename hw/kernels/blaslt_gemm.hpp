@@ -37,9 +37,12 @@ class GemmPlan {
  public:
   /// m, n, k: the product's dimensions (elements). scale_x_dev / scale_w_dev: device pointers to one
   /// fp32 each, used for fp8 only (may be null for bf16). workspace_bytes: the most workspace the
-  /// chosen algorithm may need.
+  /// chosen algorithm may need. sm_count_target > 0: the library plans the product for that many SMs
+  /// (cuBLASLt's CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, set before the heuristic runs); on HIP, where
+  /// hipBLASLt has no such attribute, ok() is false with an error saying so.
   GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t n, int64_t k,
-           size_t workspace_bytes, const float* scale_x_dev = nullptr, const float* scale_w_dev = nullptr);
+           size_t workspace_bytes, const float* scale_x_dev = nullptr, const float* scale_w_dev = nullptr,
+           int sm_count_target = 0);
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;

@@ -96,6 +96,11 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
 #define hipMemGetInfo cudaMemGetInfo
 
+// Kernel attributes and residency.
+using hipFuncAttributes = cudaFuncAttributes;
+#define hipFuncGetAttributes cudaFuncGetAttributes
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+
 // Errors.
 #define hipGetLastError cudaGetLastError
 #define hipPeekAtLastError cudaPeekAtLastError

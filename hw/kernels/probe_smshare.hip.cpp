@@ -1,0 +1,403 @@
+// probe_smshare: a GEMM sharing the SMs of one GPU with a kernel that holds some of them (issue 19).
+//
+// Modes (--mode):
+//  alone      the components, each kernel alone on the GPU:
+//             "gemm_alone": C = X·W^T (bf16, cuBLASLt) per shape (--shapes MxNxK,...), with the library's
+//               default plan (sm_target 0) and planned for fewer SMs (--sm-targets, through
+//               CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET): time_us, TFLOPs, algo fingerprint.
+//             "neighbour_alone": the copy kernel (16 B x 4 loads in flight per thread, each block its own
+//               slice of HBM) and the compute-only kernel (8 FMA chains per thread, no memory traffic) with
+//               B blocks (--blocks) alone: time_us for a fixed work per block, the rate per block,
+//               GBps (copy), the SMs the blocks landed on (%smid: distinct SMs, distinct TPCs = smid/2),
+//               and the launch's residency (blocks per SM from the occupancy API) with the kernel's
+//               attributes (threads, registers per thread, static + dynamic shared memory).
+//  gemm_once  each shape's plans run once (for `ncu --section LaunchStats`: grid, cluster, registers,
+//             shared memory of the library's kernel).
+//  gpcmap     "cluster_placement": a kernel launched in clusters of 2, 4, 8 and 16 CTAs (grid = the
+//             most clusters resident, from cudaOccupancyMaxActiveClusters) records each CTA's %smid: the
+//             SMs of one cluster share a GPC, which maps SMs to GPCs (CUDA only).
+//  beside     "gemm_beside": the GEMM (default plan) while a neighbour of B blocks runs: the neighbour is
+//             launched first on its own stream; the GEMM's stream waits on a device flag until every
+//             neighbour block has started (so the neighbour holds its SMs before the GEMM is scheduled),
+//             then runs the GEMM. The neighbour's work is sized from a short alone run to last
+//             --cover x the GEMM's alone time; `covered` says whether it outlasted the GEMM. With
+//             --plan-for-free each point's GEMM is the plan for the SMs the neighbour leaves (SM-count
+//             target = SMs - B), timed alone first (alone_time_us; default_plan_alone_time_us beside it).
+// Every timing: --warmup untimed, --iters timed behind a start gate, median; --pause-ms idle first.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "blaslt_gemm.hpp"
+#include "probe_common.hpp"
+
+using namespace fusesim::gpu;
+
+namespace {
+
+__device__ __forceinline__ int my_smid() {
+#if defined(FUSESIM_GPU_HIP)
+  return static_cast<int>(__smid());
+#else
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return static_cast<int>(r);
+#endif
+}
+
+// Copy kernel: block b copies its own slice of `n16` 16-byte words `passes` times.
+__global__ void __launch_bounds__(512) nb_copy(const int4* __restrict__ src, int4* __restrict__ dst, size_t n16,
+                                               int passes, int* smids, int* started) {
+  if (threadIdx.x == 0) {
+    smids[blockIdx.x] = my_smid();
+    atomicAdd(started, 1);
+  }
+  const int4* s = src + static_cast<size_t>(blockIdx.x) * n16;
+  int4* d = dst + static_cast<size_t>(blockIdx.x) * n16;
+  const size_t step = static_cast<size_t>(blockDim.x) * 4;
+  for (int p = 0; p < passes; ++p) {
+    for (size_t i = threadIdx.x; i + 3 * blockDim.x < n16; i += step) {
+      int4 a = s[i], b = s[i + blockDim.x], c = s[i + 2 * blockDim.x], e = s[i + 3 * blockDim.x];
+      d[i] = a;
+      d[i + blockDim.x] = b;
+      d[i + 2 * blockDim.x] = c;
+      d[i + 3 * blockDim.x] = e;
+    }
+  }
+}
+
+// Compute-only kernel: 8 independent FMA chains per thread, `iters` steps; no memory traffic.
+__global__ void __launch_bounds__(512) nb_compute(float* out, long long iters, int* smids, int* started) {
+  if (threadIdx.x == 0) {
+    smids[blockIdx.x] = my_smid();
+    atomicAdd(started, 1);
+  }
+  float a[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) a[j] = threadIdx.x * 1e-3f + j;
+  const float m = 0.999999f, c = 1e-7f;
+  for (long long i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] = fmaf(a[j], m, c);
+  }
+  float s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += a[j];
+  if (s == 1234.5f) out[blockIdx.x] = s;  // never true; keeps the chains live
+}
+
+// One block of a cluster: records its SM and spins about `spin` cycles (so the whole grid is resident).
+__global__ void cluster_smid(int* smids, long long spin) {
+  extern __shared__ char pad[];
+  if (threadIdx.x == 0) {
+    pad[0] = 0;
+    smids[blockIdx.x] = my_smid();
+  }
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin) {
+  }
+}
+
+// Spins (one thread) until *started >= need, or about 2 s of cycles (then sets *timeout).
+__global__ void wait_started(volatile int* started, int need, int* timeout) {
+  const long long t0 = clock64();
+  while (*started < need) {
+    if (clock64() - t0 > 4000000000LL) {
+      *timeout = 1;
+      return;
+    }
+  }
+}
+
+struct Shape {
+  long long m, n, k;
+};
+
+std::vector<Shape> parse_shapes(const std::vector<std::string>& v) {
+  std::vector<Shape> out;
+  for (const auto& s : v) {
+    Shape sh{};
+    if (std::sscanf(s.c_str(), "%lldx%lldx%lld", &sh.m, &sh.n, &sh.k) != 3) {
+      std::fprintf(stderr, "fusesim: probe_smshare: --shapes: '%s' is not MxNxK\n", s.c_str());
+      std::exit(2);
+    }
+    out.push_back(sh);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args(argc, argv);
+  const Args::RunOptions opt = args.run_options(15, 3);
+  const std::string mode = args.str("--mode", "alone", "alone | gemm_once | beside");
+  const auto shapes = parse_shapes(args.str_list("--shapes", {"4096x4096x4096", "8192x8192x4096", "2048x7168x4096",
+                                                               "1024x4096x8192"}, "GEMM shapes MxNxK"));
+  const auto sm_targets = args.int_list("--sm-targets", {0, 128, 124, 116, 100, 99, 84, 66}, "SM-count targets (0: default)");
+  const auto blocks = args.int_list("--blocks", {4, 8, 16, 24, 33, 48, 66}, "neighbour block counts B");
+  const auto kinds = args.str_list("--kinds", {"copy", "compute"}, "neighbour kinds");
+  const long long slice_mib = args.integer("--slice-mib", 4, "copy: HBM slice per block (MiB)");
+  const double cover = static_cast<double>(args.integer("--cover", 4, "beside: neighbour length / GEMM alone"));
+  const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle time before each point (ms)"));
+  const bool plan_for_free = args.flag("--plan-for-free", "beside: the GEMM planned for the SMs the neighbour leaves "
+                                                          "(SM-count target = SMs - B), timed alone and beside");
+  args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
+  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap") {
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside or gpcmap (got %s)\n", mode.c_str());
+    return 2;
+  }
+
+  require_devices(1);
+  GPU_CHECK(hipSetDevice(0));
+  Reporter rep("smshare", args.command(), opt.commit, {0});
+  const int nsm = sm_count(0);
+  size_t max_x = 0, max_w = 0, max_c = 0;
+  for (const auto& s : shapes) {
+    max_x = std::max<size_t>(max_x, s.m * s.k);
+    max_w = std::max<size_t>(max_w, s.n * s.k);
+    max_c = std::max<size_t>(max_c, s.m * s.n);
+  }
+  hipblasLtHandle_t handle;
+  BLAS_CHECK(hipblasLtCreate(&handle));
+  Stream gs(0), ns(0);
+  Event g0(0), g1(0), n0(0), n1(0);
+  DeviceBuffer x(0, max_x * 2), w(0, max_w * 2), c(0, max_c * 2), ws(0, kGemmWorkspaceBytes);
+  fill_random_bf16(x.ptr, max_x, 11, 1.0f, gs.s);
+  fill_random_bf16(w.ptr, max_w, 12, 1.0f, gs.s);
+  const long long max_b = std::max<long long>(*std::max_element(blocks.begin(), blocks.end()), 4LL * nsm);
+  const size_t slice = static_cast<size_t>(slice_mib) << 20;
+  DeviceBuffer src(0, slice * max_b), dst(0, slice * max_b), fout(0, 4 * max_b);
+  fill_random_bf16(src.ptr, slice * max_b / 2, 13, 1.0f, gs.s);
+  DeviceBuffer smids(0, sizeof(int) * max_b), started(0, sizeof(int)), tmo(0, sizeof(int));
+  GPU_CHECK(hipMemset(tmo.ptr, 0, sizeof(int)));
+  GPU_CHECK(hipStreamSynchronize(gs.s));
+  StartGate gate;
+
+  auto pause = [&]() {
+    if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  };
+  // Neighbour launchers: work = passes (copy) or FMA steps (compute).
+  auto launch_nb = [&](const std::string& kind, int b, long long work) {
+    if (kind == "copy")
+      nb_copy<<<b, 512, 0, ns.s>>>(src.as<int4>(), dst.as<int4>(), slice / 16, static_cast<int>(work), smids.as<int>(),
+                                   started.as<int>());
+    else
+      nb_compute<<<b, 512, 0, ns.s>>>(fout.as<float>(), work, smids.as<int>(), started.as<int>());
+    GPU_CHECK_LAUNCH();
+  };
+  // Times `enqueue` on stream s between events a, b: warmup + iters, median (us).
+  auto time_one = [&](hipStream_t s, Event& a, Event& b, const std::function<void()>& enqueue) {
+    pause();
+    std::vector<double> t;
+    for (int it = 0; it < opt.warmup + opt.iters; ++it) {
+      const bool timed = it >= opt.warmup;
+      if (timed) gate.arm(s);
+      GPU_CHECK(hipEventRecord(a.e, s));
+      enqueue();
+      GPU_CHECK(hipEventRecord(b.e, s));
+      if (timed) gate.release();
+      GPU_CHECK(hipStreamSynchronize(s));
+      if (timed) t.push_back(elapsed_us(a.e, b.e));
+    }
+    return stats_of(t);
+  };
+  auto nb_attrs = [&](const std::string& kind, JsonLine& j) {
+    hipFuncAttributes fa{};
+    int per_sm = 0;
+    if (kind == "copy") {
+      GPU_CHECK(hipFuncGetAttributes(&fa, reinterpret_cast<const void*>(nb_copy)));
+      GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nb_copy, 512, 0));
+    } else {
+      GPU_CHECK(hipFuncGetAttributes(&fa, reinterpret_cast<const void*>(nb_compute)));
+      GPU_CHECK(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nb_compute, 512, 0));
+    }
+    j.integer("threads", 512).integer("regs_per_thread", fa.numRegs).integer("static_smem_bytes", fa.sharedSizeBytes)
+        .integer("dynamic_smem_bytes", 0).integer("resident_blocks_per_sm", per_sm);
+  };
+  auto placement = [&](int b, JsonLine& j) {
+    std::vector<int> h(b);
+    GPU_CHECK(hipMemcpy(h.data(), smids.ptr, sizeof(int) * b, hipMemcpyDeviceToHost));
+    std::set<int> sm(h.begin(), h.end()), tpc;
+    for (int v : h) tpc.insert(v / 2);
+    std::vector<double> hv(h.begin(), h.end());
+    j.integer("distinct_sms", static_cast<long long>(sm.size())).integer("distinct_tpcs", static_cast<long long>(tpc.size()))
+        .num_list("smids", hv);
+  };
+  auto nb_unit = [&](const std::string& kind) -> long long { return kind == "copy" ? 8 : 200000; };
+
+  if (mode == "gpcmap") {
+#if defined(FUSESIM_GPU_HIP)
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode gpcmap needs CUDA thread-block clusters\n");
+    return 2;
+#else
+    GPU_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const int smem = 120 * 1024;  // more than half an SM's shared memory: one block per SM
+    GPU_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    for (int cs : {2, 4, 8, 16}) {
+      cudaLaunchConfig_t cfg{};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = cs;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cfg.blockDim = dim3(128, 1, 1);
+      cfg.gridDim = dim3(cs, 1, 1);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = gs.s;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      GPU_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_smid, &cfg));
+      // Grid: every cluster that fits at once (one block per SM by its shared memory).
+      for (int r = 0; r < 3; ++r) {
+        cfg.gridDim = dim3(clusters * cs, 1, 1);
+        GPU_CHECK(cudaLaunchKernelEx(&cfg, cluster_smid, smids.as<int>(), 2000000LL));
+        GPU_CHECK(hipStreamSynchronize(gs.s));
+        std::vector<int> h(clusters * cs);
+        GPU_CHECK(hipMemcpy(h.data(), smids.ptr, sizeof(int) * h.size(), hipMemcpyDeviceToHost));
+        std::vector<double> hv(h.begin(), h.end());
+        JsonLine j;
+        j.str("measure", "cluster_placement").integer("cluster", cs).integer("max_active_clusters", clusters)
+            .integer("repeat", r).num_list("smids", hv);
+        rep.emit(j);
+      }
+    }
+    (void)hipblasLtDestroy(handle);
+    return 0;
+#endif
+  }
+
+  for (const auto& sh : shapes) {
+    std::unique_ptr<GemmPlan> def;
+    for (auto target : sm_targets) {
+      if (mode == "beside" && target != 0) continue;
+      auto plan = std::make_unique<GemmPlan>(handle, GemmDtype::bf16, sh.m, sh.n, sh.k, kGemmWorkspaceBytes, nullptr,
+                                             nullptr, static_cast<int>(target));
+      JsonLine j;
+      j.str("measure", "gemm_alone").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n).integer("k", sh.k)
+          .integer("sm_target", target);
+      if (!plan->ok() || !plan->select_working_algo(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s)) {
+        j.str("error", plan->error());
+        rep.emit(j);
+        continue;
+      }
+      if (mode == "gemm_once") {
+        plan->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
+        GPU_CHECK(hipStreamSynchronize(gs.s));
+        j.str("algo", plan->algo_fingerprint());
+        rep.emit(j);
+        continue;
+      }
+      Stats st = time_one(gs.s, g0, g1, [&]() { plan->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); });
+      j.timing(st).num("TFLOPs", plan->flops() / (st.median * 1e-6) / 1e12).str("algo", plan->algo_fingerprint());
+      rep.emit(j);
+      if (target == 0) def = std::move(plan);
+    }
+    if (mode != "beside" || !def) continue;
+    const double t_alone = [&]() {
+      return time_one(gs.s, g0, g1, [&]() { def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); }).median;
+    }();
+    for (const auto& kind : kinds)
+      for (auto b64 : blocks) {
+        const int b = static_cast<int>(b64);
+        // --plan-for-free: this point's GEMM is planned for nsm - b SMs (timed alone first).
+        std::unique_ptr<GemmPlan> fplan;
+        double f_alone = 0;
+        if (plan_for_free) {
+          fplan = std::make_unique<GemmPlan>(handle, GemmDtype::bf16, sh.m, sh.n, sh.k, kGemmWorkspaceBytes, nullptr, nullptr,
+                                             nsm - b);
+          if (!fplan->ok() || !fplan->select_working_algo(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s)) {
+            std::fprintf(stderr, "fusesim: probe_smshare: no plan for %d SMs: %s\n", nsm - b, fplan->error().c_str());
+            return 1;
+          }
+          f_alone = time_one(gs.s, g0, g1, [&]() { fplan->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); }).median;
+        }
+        GemmPlan* gp = plan_for_free ? fplan.get() : def.get();
+        const double t_ref = plan_for_free ? f_alone : t_alone;
+        // Size the neighbour: time a unit of work alone, scale to cover x the GEMM.
+        const long long unit = nb_unit(kind);
+        Stats su = time_one(ns.s, n0, n1, [&]() {
+          GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
+          launch_nb(kind, b, unit);
+        });
+        const long long work = std::max<long long>(1, static_cast<long long>(std::ceil(unit * cover * t_ref / su.median)));
+        pause();
+        std::vector<double> tg, tn, lead;
+        int covered = 0;
+        for (int it = 0; it < opt.warmup + opt.iters; ++it) {
+          const bool timed = it >= opt.warmup;
+          GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
+          GPU_CHECK(hipStreamSynchronize(ns.s));
+          if (timed) {
+            gate.arm(ns.s);
+            gate.arm(gs.s);
+          }
+          GPU_CHECK(hipEventRecord(n0.e, ns.s));
+          launch_nb(kind, b, work);
+          GPU_CHECK(hipEventRecord(n1.e, ns.s));
+          wait_started<<<1, 1, 0, gs.s>>>(started.as<int>(), b, tmo.as<int>());
+          GPU_CHECK_LAUNCH();
+          GPU_CHECK(hipEventRecord(g0.e, gs.s));
+          gp->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
+          GPU_CHECK(hipEventRecord(g1.e, gs.s));
+          if (timed) gate.release();
+          GPU_CHECK(hipDeviceSynchronize());
+          if (!timed) continue;
+          tg.push_back(elapsed_us(g0.e, g1.e));
+          tn.push_back(elapsed_us(n0.e, n1.e));
+          lead.push_back(elapsed_us(n0.e, g0.e));
+          if (elapsed_us(g1.e, n1.e) > 0) ++covered;
+        }
+        int h_tmo = 0;
+        GPU_CHECK(hipMemcpy(&h_tmo, tmo.ptr, sizeof(int), hipMemcpyDeviceToHost));
+        JsonLine j;
+        j.str("measure", "gemm_beside").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n).integer("k", sh.k)
+            .str("neighbour", kind).integer("blocks", b).timing(stats_of(tg)).num("alone_time_us", t_ref)
+            .num("slowdown", stats_of(tg).median / t_ref).integer("sm_target", plan_for_free ? nsm - b : 0)
+            .num("default_plan_alone_time_us", t_alone).str("algo", gp->algo_fingerprint()).num("neighbour_time_us", stats_of(tn).median)
+            .num("neighbour_lead_us", stats_of(lead).median).integer("neighbour_work", work)
+            .integer("covered_iters", covered).boolean("start_wait_timeout", h_tmo != 0)
+            .boolean("gate_timeout", gate.timed_out());
+        nb_attrs(kind, j);
+        placement(b, j);
+        rep.emit(j);
+      }
+  }
+
+  if (mode == "alone") {
+    for (const auto& kind : kinds) {
+      std::vector<long long> bl(blocks.begin(), blocks.end());
+      for (long long extra : {1LL, 2LL, 132LL, 264LL, 528LL})
+        if (std::find(bl.begin(), bl.end(), extra) == bl.end()) bl.push_back(extra);
+      for (auto b64 : bl) {
+        const int b = static_cast<int>(b64);
+        if (b > max_b) continue;
+        const long long work = nb_unit(kind) * 4;
+        Stats st = time_one(ns.s, n0, n1, [&]() {
+          GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
+          launch_nb(kind, b, work);
+        });
+        JsonLine j;
+        j.str("measure", "neighbour_alone").str("neighbour", kind).integer("blocks", b).integer("work", work).timing(st);
+        if (kind == "copy") {
+          const double bytes = 2.0 * static_cast<double>(slice / 16 / (512 * 4) * (512 * 4) * 16) * work * b;
+          j.num("bytes", bytes).num("GBps", bytes / (st.median * 1e-6) / 1e9)
+              .num("per_block_GBps", bytes / b / (st.median * 1e-6) / 1e9);
+        } else {
+          j.num("fma_per_thread", 8.0 * work).num("per_block_steps_per_us", work / st.median);
+        }
+        nb_attrs(kind, j);
+        placement(b, j);
+        rep.emit(j);
+      }
+    }
+  }
+  (void)hipblasLtDestroy(handle);
+  return 0;
+}

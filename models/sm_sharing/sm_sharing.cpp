@@ -1,0 +1,140 @@
+// The sm_sharing model: see sm_sharing.hpp.
+#include "models/sm_sharing/sm_sharing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hw/group.hpp"
+#include "hw/sm_pool.hpp"
+#include "sim/simulation.hpp"
+
+namespace fusesim::models {
+namespace {
+using hw::ParamDecl;
+using hw::Quantity;
+constexpr double T = 1e12;
+
+const CaseSchema& schema() {
+  auto dim = [](const char* k, const char* what) { return CaseParam::integer64(k, what).required().at_least(1); };
+  static const CaseSchema s(
+      "sm_sharing",
+      {dim("m", "GEMM M"), dim("n", "GEMM N"), dim("k", "GEMM K"),
+       dim("tile_m", "the library kernel's tile along the library's M (our N)"),
+       dim("tile_n", "the library kernel's tile along the library's N (our M)"),
+       dim("grid", "the GEMM kernel's CTAs"), dim("cluster", "CTAs per cluster"),
+       CaseParam::integer("gemm_threads", "threads per GEMM block").otherwise(384).at_least(1),
+       CaseParam::integer("gemm_regs", "registers per GEMM thread").otherwise(168).at_least(1),
+       CaseParam::number("gemm_smem_bytes", "shared memory per GEMM block (bytes)").otherwise(213188).at_least(0),
+       CaseParam::number("alone_time_us", "the GEMM alone, measured (us)").above(0),
+       CaseParam::name("neighbour", "none, copy or compute").one_of({"none", "copy", "compute"}).otherwise("none"),
+       CaseParam::integer("blocks", "the neighbour's blocks").otherwise(0).at_least(0),
+       CaseParam::integer("neighbour_threads", "threads per neighbour block").otherwise(512).at_least(1),
+       CaseParam::integer("neighbour_regs", "registers per neighbour thread").otherwise(32).at_least(1),
+       CaseParam::number("neighbour_smem_bytes", "shared memory per neighbour block (bytes)").otherwise(0).at_least(0),
+       CaseParam::integer("neighbour_tpcs", "TPCs the neighbour's blocks landed on (measured placement)").at_least(0),
+       CaseParam::number("neighbour_alone_GBps", "copy neighbour: its bandwidth alone (GB/s, read + write)").at_least(0),
+       CaseParam::number("cover", "the neighbour's length over the GEMM's alone time").otherwise(20).above(0)});
+  return s;
+}
+}  // namespace
+
+const hw::HwSchema<SmSharingHw>& sm_sharing_hardware() {
+  static const hw::HwSchema<SmSharingHw> s{
+      hw::required(&SmSharingHw::sms, hw::vocab::compute_units()),
+      hw::required(&SmSharingHw::sms_per_tpc,
+                   ParamDecl{"gpu.sms_per_tpc", Quantity::Count, 1, 8, "SMs per TPC, the unit 2-CTA clusters are counted in"}),
+      hw::required(&SmSharingHw::tile_rate_at_zero,
+                   ParamDecl{"smshare.tile_rate_at_zero", Quantity::FlopRate, 1 * T, 50 * T,
+                             "r0 of a GEMM CTA's tile rate per SM, r(n) = r0 - slope x n with n CTAs running (FLOP/s)"}),
+      hw::required(&SmSharingHw::tile_rate_slope,
+                   ParamDecl{"smshare.tile_rate_slope", Quantity::FlopRate, 0, 1 * T,
+                             "slope of the per-SM tile rate per CTA running (FLOP/s per CTA)"}),
+      hw::required(&SmSharingHw::hbm, hw::vocab::fabric_bandwidth()),
+  };
+  return s;
+}
+
+nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p, sim::TraceSink* trace) {
+  const CaseValues v = schema().read(p);
+  const SmSharingHw h = sm_sharing_hardware().read(hwf);
+  const int64_t m = v.integer("m"), n = v.integer("n"), k = v.integer("k");
+  const int64_t tm = v.integer("tile_m"), tn = v.integer("tile_n");
+  const int grid = int(v.integer("grid")), cluster = int(v.integer("cluster"));
+  const int tiles = int(((n + tm - 1) / tm) * ((m + tn - 1) / tn));
+  const int rounds = (tiles + grid - 1) / grid;
+  auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
+  if (rate(grid) <= 0) throw ParamError("grid", fmt::format("the tile rate r(grid={}) is not positive", grid));
+  const double tile_flops = 2.0 * double(tm) * double(tn) * double(k);
+  const double alone = v.given("alone_time_us") ? v.number("alone_time_us") * 1e-6 : rounds * tile_flops / rate(grid);
+  const double tile0 = alone / rounds;
+  const std::string kind = v.name("neighbour");
+  const int blocks = int(v.integer("blocks"));
+  if (kind != "none" && blocks < 1) throw ParamError("blocks", "a neighbour needs blocks >= 1");
+  if (kind == "copy" && !v.given("neighbour_alone_GBps"))
+    throw ParamError("neighbour_alone_GBps", "a copy neighbour needs its bandwidth alone (GB/s)");
+
+  sim::Simulation sim;
+  sim.set_trace(trace);
+  hw::SmLimits lim;
+  lim.sms = int(h.sms);
+  lim.sms_per_tpc = int(h.sms_per_tpc);
+  hw::SmPool pool(sim, lim);
+  const hw::BlockShape gemm_block{int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
+  const hw::BlockShape nb_block{int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")),
+                                v.number("neighbour_smem_bytes")};
+  (void)hw::residency(lim, gemm_block);
+  std::vector<hw::Span> spans;
+  const double nb_len = v.number("cover") * alone;
+  if (kind != "none") {
+    (void)hw::residency(lim, nb_block);
+    // One block per SM while blocks <= SMs (the dispatcher spreads them; %smid showed distinct SMs = B).
+    const int sms = std::min(blocks, lim.sms);
+    const int tpcs = v.given("neighbour_tpcs") ? int(v.integer("neighbour_tpcs")) : hw::spread_placement(lim, blocks);
+    if (tpcs > sms || tpcs * lim.sms_per_tpc < sms || tpcs > lim.sms / lim.sms_per_tpc)
+      throw ParamError("neighbour_tpcs", fmt::format("{} blocks on {} SMs cannot lie on {} TPCs", blocks, sms, tpcs));
+    if (!hw::can_share(lim, nb_block, 1, gemm_block)) {
+      const int id = pool.hold(sms, tpcs, "neighbour");
+      sim.at(nb_len, [&pool, id] { pool.release(id); });
+    }
+    spans.push_back({"neighbour_" + kind, 0.0, nb_len * 1e6, 0, ""});
+  }
+  int slots_at_start = 0;
+  double t_end = 0;
+  hw::TiledKernel tk;
+  tk.tiles = tiles;
+  tk.grid = grid;
+  tk.cluster = cluster;
+  tk.label = "gemm";
+  tk.tile_time_s = [&](int running) {
+    if (slots_at_start == 0) slots_at_start = running;
+    return tile0 * rate(grid) / rate(running);
+  };
+  hw::run_tiled(pool, tk, [&] { t_end = sim.now(); });
+  sim.run();
+  double stretch = 1.0;
+  if (kind == "copy") {
+    const double bytes = 2.0 * (double(m) * k + double(n) * k + double(m) * n);
+    const double demand = bytes / t_end;
+    stretch = std::max(1.0, (v.number("neighbour_alone_GBps") * 1e9 + demand) / h.hbm);
+  }
+  const double t = t_end * stretch;
+  spans.push_back({"gemm", 0.0, t * 1e6, 0, ""});
+  return {{"predicted_us", t * 1e6},
+          {"phases", hw::spans_json(spans)},
+          {"tiles", tiles},
+          {"cta_slots", slots_at_start},
+          {"hbm_stretch", stretch},
+          {"alone_us", alone * 1e6}};
+}
+
+const ModelSpec& sm_sharing_spec() {
+  static const ModelSpec spec{
+      "sm_sharing", "a GEMM beside a kernel holding B SMs on one GPU: tiles in waves over the free SM pool (issue 19)",
+      "calibrate/data/h200/README.md (probe_smshare on one H200; predictions pre-registered in smshare_predictions.json)",
+      reads_of(sm_sharing_hardware()), [] { return schema().describe(); }, run_sm_sharing_case};
+  return spec;
+}
+
+}  // namespace fusesim::models
