@@ -706,11 +706,11 @@ void register_calibrate_commands(CLI::App& calibrate) {
   // calibrate mori: the real benchmark on a live ROCm node.
   auto mo = std::make_shared<calibrate::MoriOptions>();
   auto* mori = calibrate.add_subcommand("mori", "run a sweep of mori's bench_gemm_ar.py (kind gemm_ar) or bench_ar.py (kind allreduce) on this ROCm node; append RESULT_JSON records to a file");
-  mori->add_option("--mori-dir", mo->mori_dir, "mori checkout built with BUILD_CCO_SDMA=ON (the runs' working directory)")->required();
+  mori->add_option("--mori-dir", mo->mori_dir, "mori checkout built with BUILD_CCO_SDMA=ON (the runs' working directory; required unless --plan-scenario)");
   mori->add_option("--nproc", mo->nproc, "ranks (torchrun --nproc_per_node)")->check(CLI::Range(1, 64));
   mori->add_option("--sweep", mo->sweep_path, "sweep YAML: lists of modes, m, n, k, quant, wires, chunks, pull_blocks, ...")
       ->required()->check(CLI::ExistingFile);
-  mori->add_option("--out", mo->out, "JSON-lines output; each record is appended (flush + fsync) as it arrives")->required();
+  mori->add_option("--out", mo->out, "JSON-lines output; each record is appended (flush + fsync) as it arrives (required unless --plan-scenario)");
   mori->add_option("--launcher", mo->launcher,
                    "python (default: python3 -m torch.distributed.run, no activated environment needed), torchrun (found on PATH), "
                    "or the path of an executable; never a shell string");
@@ -723,7 +723,22 @@ void register_calibrate_commands(CLI::App& calibrate) {
       ->check(CLI::NonNegativeNumber);
   mori->add_flag("--resume", mo->resume, "skip runs already measured in --out (failed runs are retried)");
   mori->add_option("--commit", mo->commit, "fusesim commit recorded (default: git HEAD)");
-  mori->callback([mo] {
+  auto po = std::make_shared<calibrate::PlanOptions>();
+  mori->add_option("--plan-scenario", po->out,
+                   "launch nothing: write the sweep's runs as a scenario YAML (predictions; with --measured, their measured values) and exit");
+  mori->add_option("--hw", po->hardware, "with --plan-scenario: the scenario's hardware file");
+  mori->add_option("--measured", po->measured, "with --plan-scenario: a calibrate mori output whose records give the cases' measured values")
+      ->check(CLI::ExistingFile);
+  mori->add_option("--scenario-name", po->name, "with --plan-scenario: the scenario's name (default: the sweep file's stem)");
+  mori->add_option("--tolerance-pct", po->tolerance_pct, "with --plan-scenario: the scenario's tolerance_pct (default 10)")
+      ->check(CLI::PositiveNumber);
+  mori->callback([mo, po] {
+    if (!po->out.empty()) {
+      calibrate::write_plan_scenario(*po, *mo);
+      return;
+    }
+    if (mo->mori_dir.empty()) throw CLI::RequiredError("--mori-dir");
+    if (mo->out.empty()) throw CLI::RequiredError("--out");
     const int rc = calibrate::run_mori_sweep(*mo);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

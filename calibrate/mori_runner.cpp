@@ -744,3 +744,115 @@ int run_mori_sweep(const MoriOptions& opt) {
 }
 
 }  // namespace fusesim::calibrate
+
+namespace fusesim::calibrate {
+
+namespace {
+/// A JSON scalar as flow YAML text (strings double-quoted).
+std::string yaml_value(const json& v) {
+  if (v.is_string()) {
+    YAML::Emitter e;
+    e << YAML::DoubleQuoted << v.get<std::string>();
+    return e.c_str();
+  }
+  return v.dump();
+}
+
+/// The run's case id: the mode (or backend), then every other knob as key=value in sorted order,
+/// world_size and table left out ("fused-sdma/chunks=8/.../m=16384/...").
+std::string case_id(const json& p) {
+  std::string id = p.contains("mode") ? p["mode"].get<std::string>() : p.value("backend", std::string("run"));
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (it.key() == "mode" || it.key() == "backend" || it.key() == "table" || it.key() == "world_size" || it.key() == "op") continue;
+    id += "/" + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return id;
+}
+}  // namespace
+
+int write_plan_scenario(const PlanOptions& po, const MoriOptions& opt) {
+  YAML::Node sweep;
+  try {
+    sweep = YAML::LoadFile(opt.sweep_path);
+  } catch (const YAML::BadFile&) {
+    throw FileError(opt.sweep_path, 0, "", "cannot open sweep file");
+  } catch (const YAML::Exception& e) {
+    throw FileError(opt.sweep_path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (po.hardware.empty()) throw std::runtime_error("--plan-scenario needs --hw (the hardware file the predictions use)");
+  const std::string kind = sweep.IsMap() && sweep["kind"] ? sweep["kind"].as<std::string>() : "gemm_ar";
+  const auto runs = expand_sweep(sweep, opt.sweep_path, opt);
+  // Measured values: accepted records of the measurement file whose run_key is the run's.
+  std::map<std::string, const Record*> by_key;
+  std::map<std::string, std::string> refused;
+  ParseResult measured;
+  if (!po.measured.empty()) {
+    measured = parse_measurement_file(po.measured, 0.5, opt.layout);
+    for (const auto& r : measured.records) {
+      if (!r.extra.contains("run_key") || !r.extra["run_key"].is_string()) continue;
+      const std::string k = r.extra["run_key"].get<std::string>();
+      if (r.rejected) refused[k] = r.reason;
+      else by_key[k] = &r;  // the last accepted record of a run (a resumed sweep's retry)
+    }
+  }
+  const std::string commit = opt.commit.empty() ? git_commit() : opt.commit;
+  std::ostringstream y;
+  y << "# Written by `fusesim calibrate mori --plan-scenario` from " << opt.sweep_path << " at " << utc_now() << ", fusesim commit "
+    << commit << ".\n";
+  if (po.measured.empty())
+    y << "# Predictions only: every case is a run of the sweep; measure them with `fusesim calibrate mori --sweep " << opt.sweep_path
+      << "` after these predictions are recorded.\n";
+  else
+    y << "# Measured values: " << po.measured << " (each record's file:line, date, host and commit in its source).\n";
+  const std::string name = po.name.empty() ? fs::path(opt.sweep_path).stem().string() : po.name;
+  y << "scenario: " << yaml_value(name) << "\n";
+  y << "description: " << yaml_value(fmt::format("{} sweep {} ({} runs){}", kind, opt.sweep_path, runs.size(),
+                                                 po.measured.empty() ? ", predicted" : ", measured by calibrate mori"))
+    << "\n";
+  y << "hardware: " << yaml_value(po.hardware) << "\n";
+  y << "model: " << (kind == "allreduce" ? "collective" : "gemm_ar") << "\n";
+  y << fmt::format("tolerance_pct: {}\n", po.tolerance_pct);
+  y << "cases:\n";
+  int with_value = 0;
+  std::vector<std::string> missing;
+  for (const auto& run : runs) {
+    json p = run.params;
+    p.erase("table");
+    if (kind == "allreduce") p["op"] = "all-reduce";
+    y << "  - id: " << yaml_value(case_id(p)) << "\n    params: {";
+    bool first = true;
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      y << (first ? "" : ", ") << it.key() << ": " << yaml_value(it.value());
+      first = false;
+    }
+    y << "}\n";
+    if (po.measured.empty()) continue;
+    const auto it = by_key.find(run.key);
+    if (it == by_key.end()) {
+      const auto rf = refused.find(run.key);
+      missing.push_back(fmt::format("{}: {}", case_id(p), rf == refused.end() ? "no record" : rf->second));
+      continue;
+    }
+    const Record& r = *it->second;
+    const std::string src = fmt::format("{}:{} ({}, {}, fusesim {})", r.file, r.line, r.extra.value("date", std::string("?")),
+                                        r.extra.contains("host") ? r.extra["host"].value("hostname", std::string("?")) : std::string("?"),
+                                        r.extra.value("fusesim_commit", std::string("?")));
+    y << fmt::format("    measured: {{value_us: {}, source: {}}}\n", r.value, yaml_value(src));
+    ++with_value;
+  }
+  for (const auto& m : missing) y << "# not measured: " << m << "\n";
+  const std::string tmp = po.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw std::runtime_error(fmt::format("--plan-scenario '{}': cannot write", po.out));
+    f << y.str();
+    if (!f) throw std::runtime_error(fmt::format("--plan-scenario '{}': write failed", po.out));
+  }
+  fs::rename(tmp, po.out);
+  std::ostream& msg = opt.progress ? *opt.progress : std::cerr;
+  msg << fmt::format("wrote {}: {} cases{}\n", po.out, runs.size(),
+                     po.measured.empty() ? "" : fmt::format(", {} with a measured value, {} without", with_value, missing.size()));
+  return 0;
+}
+
+}  // namespace fusesim::calibrate

@@ -136,4 +136,25 @@ nlohmann::json host_info();
  */
 int run_mori_sweep(const MoriOptions& opt);
 
+/// What `calibrate mori --plan-scenario` writes (write_plan_scenario).
+struct PlanOptions {
+  std::string out;              ///< scenario YAML to write (atomically: a temporary file, then renamed)
+  std::string hardware;         ///< the scenario's hardware file (e.g. the components' fitted file)
+  std::string measured;         ///< empty: predictions only; else a calibrate mori output whose records give value_us
+  std::string name;             ///< scenario name (default: the sweep file's stem)
+  double tolerance_pct = 10;    ///< the scenario's tolerance_pct (fusesim check)
+};
+
+/**
+ * Write the sweep's runs as a scenario without launching anything: one case per run (the params the
+ * runner passes, under the gemm_ar case keys; model collective with op all-reduce for an allreduce
+ * sweep), `hardware` po.hardware, a header naming the sweep, the date and the fusesim commit. With
+ * po.measured, each case whose run has an accepted record in that file (matched by run_key; a resumed
+ * sweep's last one) gets `measured: {value_us, source}` (source: file:line, date, host, commit), and
+ * the runs without one are listed in trailing comments with the reason, so `fusesim check` compares
+ * the predictions with the measurements. Returns 0. Errors: hw::FileError for a bad sweep or
+ * measurement file; std::runtime_error for a missing --hw or an unwritable output.
+ */
+int write_plan_scenario(const PlanOptions& po, const MoriOptions& opt);
+
 }  // namespace fusesim::calibrate

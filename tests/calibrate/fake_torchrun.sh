@@ -90,7 +90,10 @@ if [[ "${FAKE_TIMEOUT_M:-}" == "$m" ]]; then
   exit 0
 fi
 key="mode=$mode m=$m dtype=$dtype transport=$transport pb=$pb"
-line="$(grep -F "\"key\": \"$key\"" "$recorded" | head -1)"
+line=
+# gemm-only lines may be keyed by route and shape too (the live loop's component sweep).
+[[ "$mode" == gemm-only ]] && line="$(grep -F "\"key\": \"mode=gemm-only quant=$quant m=$m n=$n k=$k\"" "$recorded" | head -1)"
+[[ -n "$line" ]] || line="$(grep -F "\"key\": \"$key\"" "$recorded" | head -1)"
 if [[ -z "$line" ]]; then
   echo "fake_torchrun: no recorded line for '$key'" >&2
   exit 3

@@ -351,5 +351,52 @@ TEST_F(MoriRunner, StatedLayoutIsRecordedAndRead) {
   }
 }
 
+// The MI355X live loop (calibrate/mi355x_live_loop.sh, issue 18 item 4) end to end on recorded output
+// through the stand-in launcher and the default launcher (python3 -m torch.distributed.run):
+// components (gemm-only per route and shape: the real 9aaef3e9 rows; the all-reduce alone per backend
+// and M: bench_ar.py lines with the public table's times), fit of the component keys (the SDMA checks
+// held out), predictions of the composite sweep recorded with commit and date before it is measured,
+// the composite sweep (seed 000's headline values), fusesim check.
+TEST_F(MoriRunner, LiveLoopEndToEnd) {
+  const std::string out = dir + "/loop";
+  std::string log;
+  const int rc = test::run_shell("PATH='" + fixture("bin") + "':\"$PATH\" FUSESIM='" + std::string(FUSESIM_BIN) + "' MORI_DIR='" +
+                                     fixture("mori") + "' SWEEPS='" + fixture("loop") + "' MORI_ARGS='--pause-s 0' calibrate/mi355x_live_loop.sh '" +
+                                     out + "'",
+                                 &log);
+  ASSERT_EQ(rc, 0) << log;
+  // The steps in order: predictions recorded before the composite sweep ran.
+  const auto pred_at = log.find("predictions: " + out + "/predictions.json"), comp_at = log.find("4/5 measure the composite sweep");
+  ASSERT_NE(pred_at, std::string::npos) << log;
+  ASSERT_NE(comp_at, std::string::npos) << log;
+  EXPECT_LT(pred_at, comp_at);
+  const auto pred = nlohmann::json::parse(test::slurp(out + "/predictions.json"));
+  EXPECT_EQ(pred["commit"].get<std::string>().size(), 12u);
+  EXPECT_EQ(pred["date"].get<std::string>().size(), 20u);  // 2026-12-02T02:46:51Z
+  EXPECT_EQ(pred["hardware_sha256"].get<std::string>().size(), 64u);
+  ASSERT_EQ(pred["predictions"]["cases"].size(), 4u);
+  for (const auto& c : pred["predictions"]["cases"]) EXPECT_GT(c["predicted_us"].get<double>(), 0.0);
+  for (const auto& r : parse_measurement_file(out + "/composite.jsonl").records)
+    EXPECT_GE(r.extra["date"].get<std::string>(), pred["date"].get<std::string>()) << "a composite measured before the predictions";
+  // The GEMM keys are fitted on gemm-only points only; the SDMA check (a fused-sdma run) is held out.
+  const auto fit = nlohmann::json::parse(test::slurp(out + "/fit-gemm.json"));
+  int fitted = 0;
+  for (const auto& p : fit["points"]) {
+    if (p["table"] == "sdma-check") EXPECT_TRUE(p["held_out"].get<bool>());
+    else {
+      EXPECT_EQ(p["table"], "components-gemm");
+      fitted += !p["held_out"].get<bool>();
+    }
+  }
+  EXPECT_EQ(fitted, 3);
+  const auto coll = nlohmann::json::parse(test::slurp(out + "/fit-allreduce.json"));
+  int coll_fitted = 0;
+  for (const auto& p : coll["points"]) coll_fitted += !p["held_out"].get<bool>();
+  EXPECT_EQ(coll_fitted, 4);
+  // fusesim check compared the 4 composite points with the recorded predictions' model, within 10%.
+  EXPECT_NE(log.find("composite-measured.yaml: 4 compared"), std::string::npos) << log;
+  EXPECT_NE(log.find("0 outside tolerance"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate
