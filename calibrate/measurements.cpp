@@ -349,6 +349,21 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
     if (r.params["fuse_reduce_push"] && r.params["fuse_reduce_push"].as<bool>() && !r.params["gather_bands"]) r.params["gather_bands"] = 8;
   }
   if (composite && !r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma") && !old_layout) r.params["chunks"] = 8;
+  // 103655f6 .. ad271d19 lower chunks by halving until they divide the row bands per destination
+  // (data README: 8 becomes 4 at 12 bands, not 6): the case states the chunks that ran.
+  if (!old_layout && composite && r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma")) {
+    const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
+    const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+    const std::string q = r.params["quant"] ? r.params["quant"].as<std::string>() : std::string("blockscale");
+    const int64_t bands = bands_per_destination(m, ws, q == "blockscale" ? 128 : 256);
+    int64_t c = r.params["chunks"].as<int64_t>();
+    const int64_t printed = c;
+    while (c > 1 && bands % c) c /= 2;
+    if (c != printed) {
+      r.extra["chunks_printed"] = printed;
+      r.params["chunks"] = c;
+    }
+  }
   // Keys that changed what ran: modelled (tile_order from resolved_tile_order, block_m checked against
   // the route's BLOCK_M), or the row is refused naming the key. Defaults are what gemm_ar describes:
   // the values printed by the public sweep (sweep_dsv41.jsonl @9aaef3e9), which its gemm keys are fitted on.

@@ -78,7 +78,9 @@ std::string detect_result_json_layout(const nlohmann::json& obj);
  *  - 103655f6: fuse_quantize absent = true (its default); a composite row prints no wire: with
  *    fuse_quantize on it is read as the fp8 wire over SDMA (a quantize exists only on that wire),
  *    with it off it is rejected (the wire is unknown);
- *  - ad271d19: fuse_reduce_push true without gather_bands = 8; chunks null = 8 (the defaults).
+ *  - ad271d19: fuse_reduce_push true without gather_bands = 8; chunks null = 8 (the defaults);
+ *  - 103655f6 and ad271d19 halve chunks until they divide the row bands per destination: params hold
+ *    the lowered chunks (what ran), extra.chunks_printed the printed value.
  * Keys that do not apply to the row's mode (gather_bands/publish without fuse_reduce_push, the wire
  * and chunks of gemm-only, pull_blocks outside the fp8 LSA pull, fuse_quantize off the fp8 wire) are
  * set to the model's default, the printed value kept in extra.ignored. On the bf16 wire

@@ -509,7 +509,10 @@ RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeou
     for (const auto& r : out.results) {
       // The parser's own judgement (validated false, moved nothing, a NaN rel_l2 where the run validates).
       try {
-        const std::string why = run_validation_problem(r);
+        // The run's argv says whether it skipped validation (--skip-validation): a NaN rel_l2 is then expected.
+        json with_argv = r;
+        if (!with_argv.contains("argv")) with_argv["argv"] = run.argv;
+        const std::string why = run_validation_problem(with_argv);
         if (!why.empty())
           out.failure = fmt::format("{} (rel_l2 {}): {}", why.find("rel_l2") != std::string::npos || why.find("validated") != std::string::npos
                                                               ? "not validated" : "unusable result",

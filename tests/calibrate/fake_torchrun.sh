@@ -6,6 +6,7 @@
 #   FAKE_TIMEOUT_M=M    runs with -m M sleep 30 s (past the runner's timeout)
 #   FAKE_INVALID_M=M    runs with -m M print their line with validated false
 #   FAKE_NO_SDMA=1      every run moves nothing: rel_l2 ~ 1 and a (too fast) time
+#   FAKE_NAN_M=M        runs with -m M print a bare NaN rel_l2 and validated false (a skipped check)
 #   FAKE_PIDS=FILE      the timeout's sleeper writes its pid here (the tests check it was killed)
 #   FAKE_CALLS=FILE     append one line per call (the -m, wire, pull blocks) for the tests to count
 #   FAKE_RECORDED=FILE  the recorded lines to replay (default fixtures/recorded_results.jsonl): the old
@@ -67,7 +68,7 @@ while [[ $# -gt 0 ]]; do
     --fuse-quantize) fq=true ;;
     --no-fuse-quantize) fq=false ;;
     --chunks|--gather-bands|--publish|--sdma-queues|--iters) shift ;;
-    --fuse-reduce-push) ;;
+    --fuse-reduce-push|--skip-validation) ;;
     *) echo "fake_torchrun: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -104,6 +105,9 @@ if [[ "${FAKE_INVALID_M:-}" == "$m" ]]; then
 fi
 if [[ "${FAKE_NO_SDMA:-}" == 1 ]]; then
   json="$(printf '%s' "$json" | sed -e 's/"rel_l2": [0-9.e-]*/"rel_l2": 0.9921/')"
+fi
+if [[ "${FAKE_NAN_M:-}" == "$m" ]]; then
+  json="$(printf '%s' "$json" | sed -e 's/"validated": true/"validated": false/' -e 's/"rel_l2": [0-9.e-]*/"rel_l2": NaN/')"
 fi
 echo "rank 0: median of 11 replays"
 echo "RESULT_JSON $json"

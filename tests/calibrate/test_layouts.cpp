@@ -209,5 +209,14 @@ TEST(Layouts, BenchArLinesAreCollectiveRecords) {
   EXPECT_NEAR(r.value, 1113.0, 1e-9);
 }
 
+// Chunks are lowered by halving as the benchmark does (8 -> 4 at 12 row bands per destination, not 6):
+// the case holds what ran.
+TEST(Layouts, ChunksLoweredByHalvingAsTheBenchmarkDoes) {
+  const auto r = record_from_result_json(nlohmann::json::parse(R"({"mode": "split-sdma", "m": 12288, "quant": "blockscale",
+      "gather_dtype": "bf16", "chunks": 8, "max_rank_time_us": 900})"), "x.jsonl", 1);
+  EXPECT_EQ(r.params["chunks"].as<int>(), 4);
+  EXPECT_EQ(r.extra["chunks_printed"], 8);
+}
+
 }  // namespace
 }  // namespace fusesim::calibrate

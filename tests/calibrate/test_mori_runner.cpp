@@ -42,7 +42,7 @@ class MoriRunner : public ::testing::Test {
     setenv("FAKE_CALLS", (dir + "/calls.txt").c_str(), 1);
   }
   void TearDown() override {
-    for (const char* v : {"FAKE_CALLS", "FAKE_CRASH_M", "FAKE_TIMEOUT_M", "FAKE_INVALID_M", "FAKE_NO_SDMA", "FAKE_PIDS", "FAKE_RECORDED"})
+    for (const char* v : {"FAKE_CALLS", "FAKE_CRASH_M", "FAKE_TIMEOUT_M", "FAKE_INVALID_M", "FAKE_NO_SDMA", "FAKE_PIDS", "FAKE_RECORDED", "FAKE_NAN_M"})
       unsetenv(v);
     setenv("PATH", path_.c_str(), 1);
   }
@@ -396,6 +396,27 @@ TEST_F(MoriRunner, LiveLoopEndToEnd) {
   // fusesim check compared the 4 composite points with the recorded predictions' model, within 10%.
   EXPECT_NE(log.find("composite-measured.yaml: 4 compared"), std::string::npos) << log;
   EXPECT_NE(log.find("0 outside tolerance"), std::string::npos) << log;
+}
+
+// A bare NaN rel_l2 in today's layout: a failed run where the mode validates; a measurement (not
+// validated, said so) when the run passed --skip-validation, which the runner's argv records.
+TEST_F(MoriRunner, NaNRelL2IsAFailureUnlessTheRunSkippedValidation) {
+  setenv("FAKE_NAN_M", "4096", 1);
+  test::spit(dir + "/g.yaml", "table: g\nmodes: [gemm-only]\nm: [4096]\n");
+  opt.sweep_path = dir + "/g.yaml";
+  EXPECT_EQ(run_mori_sweep(opt), 1) << progress.str();
+  auto p = parsed();
+  ASSERT_EQ(p.records.size(), 2u);
+  EXPECT_EQ(p.records[1].kind, "failure");
+  EXPECT_NE(p.records[1].reason.find("rel_l2: NaN where mode gemm-only validates"), std::string::npos) << p.records[1].reason;
+  std::filesystem::remove(opt.out);
+  test::spit(dir + "/g.yaml", "table: g\nmodes: [gemm-only]\nm: [4096]\nextra_args: [--skip-validation]\n");
+  EXPECT_EQ(run_mori_sweep(opt), 0) << progress.str();
+  p = parsed();
+  ASSERT_EQ(p.records.size(), 2u);
+  EXPECT_FALSE(p.records[1].rejected) << p.records[1].reason;
+  EXPECT_EQ(p.records[1].extra["not_validated"], "the run passed --skip-validation");
+  EXPECT_EQ(p.records[1].extra["rel_l2"], "NaN");
 }
 
 }  // namespace
