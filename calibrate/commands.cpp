@@ -54,6 +54,7 @@ struct FitArgs {
   std::string hw, out, holdout = "none", date, commit, report, free, plot;
   int max_evaluations = 4000;
   std::vector<std::string> measurements;
+  std::string layout = "auto";  ///< RESULT_JSON layout of bench_gemm_ar.py rows (calibrate::record_from_result_json)
   double prior_weight = 0.01, phase_weight = 0.5;
   // The method and the objective's terms (calibrate::FitOptions).
   std::string method = "lm", residuals = "relative";
@@ -414,6 +415,10 @@ void register_calibrate_commands(CLI::App& calibrate) {
   fit->add_option("--free", a->free,
                   "comma-separated keys to fit (default: every value of kind fitted); none: fit nothing, evaluate the start");
   fit->add_option("--prior-weight", a->prior_weight, "weight of the log(p/p0) prior residuals");
+  fit->add_option("--layout", a->layout,
+                  "RESULT_JSON layout of bench_gemm_ar.py rows by the commit that printed them: auto (recognised by the key set), "
+                  "16ddbb94, 0b26ebf8, 103655f6, 6022ecfa or ad271d19 (a '# layout: X' line in a file states it for the lines after it)")
+      ->check(CLI::IsMember({"auto", "16ddbb94", "0b26ebf8", "103655f6", "6022ecfa", "ad271d19"}));
   fit->add_option("--phase-weight", a->phase_weight, "weight of per-phase residuals relative to totals (and of kernel durations without --kernel-weight)");
   fit->add_option("--residuals", a->residuals,
                   "a point's error in its residual: relative ((pred - meas) / meas, default) or log (log(pred / meas))")
@@ -457,7 +462,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
     const auto hw = models::load_hardware(a->hw);
     std::vector<calibrate::Record> rejected;
     std::vector<std::string> warnings;
-    auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings);
+    auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings, a->layout);
     for (auto& p : pts) p.kind = calibrate::kind_of(p);
     for (size_t i = 0; i < warnings.size() && i < 5; ++i) fmt::print(stderr, "warning: {}\n", warnings[i]);
     if (warnings.size() > 5) fmt::print(stderr, "warning: ... and {} more\n", warnings.size() - 5);
@@ -700,19 +705,40 @@ void register_calibrate_commands(CLI::App& calibrate) {
 
   // calibrate mori: the real benchmark on a live ROCm node.
   auto mo = std::make_shared<calibrate::MoriOptions>();
-  auto* mori = calibrate.add_subcommand("mori", "run a sweep of mori's bench_gemm_ar.py on this ROCm node; append RESULT_JSON records to a file");
-  mori->add_option("--mori-dir", mo->mori_dir, "mori checkout built with BUILD_CCO_SDMA=ON (the runs' working directory)")->required();
+  auto* mori = calibrate.add_subcommand("mori", "run a sweep of mori's bench_gemm_ar.py (kind gemm_ar) or bench_ar.py (kind allreduce) on this ROCm node; append RESULT_JSON records to a file");
+  mori->add_option("--mori-dir", mo->mori_dir, "mori checkout built with BUILD_CCO_SDMA=ON (the runs' working directory; required unless --plan-scenario)");
   mori->add_option("--nproc", mo->nproc, "ranks (torchrun --nproc_per_node)")->check(CLI::Range(1, 64));
   mori->add_option("--sweep", mo->sweep_path, "sweep YAML: lists of modes, m, n, k, quant, wires, chunks, pull_blocks, ...")
       ->required()->check(CLI::ExistingFile);
-  mori->add_option("--out", mo->out, "JSON-lines output; each record is appended (flush + fsync) as it arrives")->required();
-  mori->add_option("--launcher", mo->launcher, "command replacing `torchrun` (split on spaces, no shell)");
+  mori->add_option("--out", mo->out, "JSON-lines output; each record is appended (flush + fsync) as it arrives (required unless --plan-scenario)");
+  mori->add_option("--launcher", mo->launcher,
+                   "python (default: python3 -m torch.distributed.run, no activated environment needed), torchrun (found on PATH), "
+                   "or the path of an executable; never a shell string");
+  mori->add_option("--python", mo->python, "interpreter for --launcher python (default: python3 on PATH)");
+  mori->add_option("--launcher-arg", mo->launcher_args, "an argument added after the launcher (repeat for several; one word each)");
+  mori->add_option("--layout", mo->layout, "RESULT_JSON layout of the benchmark checkout, recorded with every line (default auto: recognised)")
+      ->check(CLI::IsMember({"auto", "16ddbb94", "0b26ebf8", "103655f6", "6022ecfa", "ad271d19"}));
   mori->add_option("--timeout-s", mo->timeout_s, "per-run timeout in seconds (the run's process group is killed)")->check(CLI::PositiveNumber);
   mori->add_option("--pause-s", mo->pause_s, "pause between runs so the previous ranks' SDMA queues drain (seconds)")
       ->check(CLI::NonNegativeNumber);
   mori->add_flag("--resume", mo->resume, "skip runs already measured in --out (failed runs are retried)");
   mori->add_option("--commit", mo->commit, "fusesim commit recorded (default: git HEAD)");
-  mori->callback([mo] {
+  auto po = std::make_shared<calibrate::PlanOptions>();
+  mori->add_option("--plan-scenario", po->out,
+                   "launch nothing: write the sweep's runs as a scenario YAML (predictions; with --measured, their measured values) and exit");
+  mori->add_option("--hw", po->hardware, "with --plan-scenario: the scenario's hardware file");
+  mori->add_option("--measured", po->measured, "with --plan-scenario: a calibrate mori output whose records give the cases' measured values")
+      ->check(CLI::ExistingFile);
+  mori->add_option("--scenario-name", po->name, "with --plan-scenario: the scenario's name (default: the sweep file's stem)");
+  mori->add_option("--tolerance-pct", po->tolerance_pct, "with --plan-scenario: the scenario's tolerance_pct (default 10)")
+      ->check(CLI::PositiveNumber);
+  mori->callback([mo, po] {
+    if (!po->out.empty()) {
+      calibrate::write_plan_scenario(*po, *mo);
+      return;
+    }
+    if (mo->mori_dir.empty()) throw CLI::RequiredError("--mori-dir");
+    if (mo->out.empty()) throw CLI::RequiredError("--out");
     const int rc = calibrate::run_mori_sweep(*mo);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

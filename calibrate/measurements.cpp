@@ -1,7 +1,9 @@
 #include "calibrate/measurements.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -70,8 +72,41 @@ bool is_int_like(const json& v) {
   return false;
 }
 
+/// Python's json.dumps prints NaN and Infinity as bare literals, which JSON does not have: outside
+/// strings they become the strings "NaN", "Infinity", "-Infinity" (is_nan_literal reads the first).
+std::string quote_nan_literals(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  bool in_str = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_str) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') in_str = true;
+    const bool word_start = i == 0 || !std::isalnum(static_cast<unsigned char>(text[i - 1]));
+    auto lit = [&](const char* w) { return word_start && text.compare(i, std::strlen(w), w) == 0; };
+    if (lit("NaN") || lit("-NaN")) {
+      out += "\"NaN\"";
+      i += text[i] == '-' ? 3 : 2;
+      continue;
+    }
+    if (lit("Infinity") || lit("-Infinity")) {
+      out += text[i] == '-' ? "\"-Infinity\"" : "\"Infinity\"";
+      i += text[i] == '-' ? 8 : 7;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 json parse_json_at(const std::string& text, const std::string& file, int line) {
   try {
+    if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) return json::parse(quote_nan_literals(text));
     return json::parse(text);
   } catch (const json::parse_error& e) {
     throw FileError(file, line, "", fmt::format("malformed JSON: {}", e.what()));
@@ -138,10 +173,44 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   }
   return d[b.size()];
 }
+
+/// The marker parse_json_at puts where the benchmark printed a bare NaN literal (Python's json.dumps).
+bool is_nan_literal(const json& v) { return v.is_string() && v.get<std::string>() == "NaN"; }
+
+/// Keys the benchmarks print that are metadata (not parameters): exempt from the typo check, kept in extra.
+const std::set<std::string>& printed_metadata() {
+  static const std::set<std::string> s{"block_n",       "label",          "critical_rank",  "per_rank_time_us", "max_rank_time_ms",
+                                       "rel_l2",        "validated",      "resolved_tile_order", "payload_bytes", "slice_bytes",
+                                       "threads",       "remote_bytes_per_rank", "aggregate_gbps", "run_key", "fusesim_commit",
+                                       "wall_s",        "exit_code",      "output_tail",    "layout"};
+  return s;
+}
+
+/// Row bands per destination rank: M padded to world_size x BLOCK_M, over world_size, over BLOCK_M.
+int64_t bands_per_destination(int64_t m, int64_t ws, int64_t bm) {
+  const int64_t unit = ws * bm;
+  return (m + unit - 1) / unit * unit / ws / bm;
+}
+
+bool row_skipped_validation(const json& obj) {
+  if (obj.contains("skip_validation") && obj["skip_validation"].is_boolean() && obj["skip_validation"].get<bool>()) return true;
+  if (obj.contains("argv") && obj["argv"].is_array())
+    for (const auto& a : obj["argv"])
+      if (a == "--skip-validation") return true;
+  return false;
+}
 }  // namespace
 
-Record record_from_result_json(const json& obj, const std::string& file, int line) {
+std::string detect_result_json_layout(const json& obj) {
+  for (const char* k : {"gather_dtype", "gather_transport", "gather_bands", "publish"})
+    if (obj.contains(k)) return "ad271d19";
+  if (obj.contains("quant")) return "103655f6";
+  return "old";
+}
+
+Record record_from_result_json(const json& obj, const std::string& file, int line, const std::string& stated_layout) {
   if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
+  if (obj.contains("backend") && !obj.contains("mode")) return record_from_bench_ar(obj, file, line);
   Record r;
   r.kind = "gemm_ar";
   r.model = "gemm_ar";
@@ -150,6 +219,27 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   r.file = file;
   r.line = line;
   r.params = YAML::Node(YAML::NodeType::Map);
+  // The layout: recognised by its key set, or stated (--layout, "# layout: X"), which must agree with it.
+  std::string layout = detect_result_json_layout(obj);
+  {
+    std::string st = stated_layout.empty() ? "auto" : stated_layout;
+    // `calibrate mori --layout X` records the layout with each line.
+    if (st == "auto" && obj.contains("layout") && obj["layout"].is_string()) st = obj["layout"].get<std::string>();
+    if (st == "6022ecfa" || st == "9aaef3e9") st = "ad271d19";
+    static const std::set<std::string> known{"auto", "16ddbb94", "0b26ebf8", "103655f6", "ad271d19"};
+    if (!known.count(st))
+      throw FileError(file, line, "layout", fmt::format("unknown RESULT_JSON layout '{}' (expected auto, 16ddbb94, 0b26ebf8, "
+                                                        "103655f6, 6022ecfa or ad271d19)", st));
+    if (st != "auto") {
+      const bool old = st == "16ddbb94" || st == "0b26ebf8";
+      if ((old && layout != "old") || (st == "103655f6" && layout == "ad271d19"))
+        throw FileError(file, line, "layout", fmt::format("stated layout {} but the row prints {} (a key layout {} did not print)", st,
+                                                          layout == "ad271d19" ? "gather keys" : "quant", st));
+      layout = st;
+    }
+  }
+  const bool old_layout = layout == "old" || layout == "16ddbb94" || layout == "0b26ebf8";
+  r.extra["layout"] = layout == "old" ? "16ddbb94 or 0b26ebf8" : layout;
   using Kind = models::CaseParam::Kind;
   for (const auto& k : gemm_ar_knobs(Kind::Integer, Kind::Integer64)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
@@ -175,82 +265,327 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
       throw FileError(file, line, "env.MORI_GEMM_AR_PULL_BLOCKS", fmt::format("expected an integer, got {}", v.dump()));
     }
   }
-  // The bf16 wire always gathers over SDMA; the benchmark may still print its default transport.
-  if (r.params["gather_dtype"] && r.params["gather_dtype"].as<std::string>() == "bf16" && r.params["gather_transport"] &&
-      r.params["gather_transport"].as<std::string>() != "sdma") {
-    r.extra["gather_transport_printed"] = r.params["gather_transport"].as<std::string>();
-    r.params["gather_transport"] = "sdma";
-  }
   static const std::set<std::string> consumed = [] {
     std::set<std::string> c{"max_rank_time_us", "table", "id", "source"};
     for (const auto& p : models::gemm_ar_case_schema().params()) c.insert(p.key);
+    for (const char* k : {"block_m", "fence", "swap_ab", "permlane", "lane_transpose", "atomic_order", "stop_after", "timing"}) c.insert(k);
     return c;
   }();
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (consumed.count(it.key())) continue;
     // Other fields are kept as metadata (the benchmark prints many); one that is a near-miss of a
     // parameter's name is a typo that would silently fit the point at that parameter's default.
-    for (const auto& p : consumed)
-      if (p.size() >= 4 && p != "table" && p != "source" && edit_distance(it.key(), p) <= 2)
-        throw FileError(file, line, it.key(), fmt::format("is not a gemm_ar field; did you mean '{}'? (a misspelled parameter "
-                                                          "would leave the point at that parameter's default)", p));
+    if (!printed_metadata().count(it.key()))
+      for (const auto& p : consumed)
+        if (p.size() >= 4 && p != "table" && p != "source" && edit_distance(it.key(), p) <= 2)
+          throw FileError(file, line, it.key(), fmt::format("is not a gemm_ar field; did you mean '{}'? (a misspelled parameter "
+                                                            "would leave the point at that parameter's default)", p));
     r.extra[it.key()] = it.value();
   }
   r.table = obj.contains("table") && obj["table"].is_string() ? obj["table"].get<std::string>() : stem_of(file);
   r.id = obj.contains("id") && obj["id"].is_string() ? obj["id"].get<std::string>() : fmt::format("{}:{}", base_of(file), line);
   r.source = obj.contains("source") && obj["source"].is_string() ? obj["source"].get<std::string>() : fmt::format("{}:{}", file, line);
+  auto reject = [&](std::string why) {
+    r.rejected = true;
+    r.reason = std::move(why);
+    return r;
+  };
   // Rejections, in order of precedence.
   if (obj.contains("failure") && !obj["failure"].is_null()) {
     r.kind = "failure";
-    r.rejected = true;
-    r.reason = "failed run: " + (obj["failure"].is_string() ? obj["failure"].get<std::string>() : obj["failure"].dump());
-    return r;
+    return reject("failed run: " + (obj["failure"].is_string() ? obj["failure"].get<std::string>() : obj["failure"].dump()));
   }
-  if (!obj.contains("max_rank_time_us") || obj["max_rank_time_us"].is_null()) {
-    r.rejected = true;
-    r.reason = "no max_rank_time_us";
-    return r;
+  const std::string mode = r.params["mode"] ? r.params["mode"].as<std::string>() : std::string("fused-sdma");
+  const bool composite = mode != "gemm-only";
+  // What the layout ran when the row does not say (data README's table of layouts by commit).
+  if (old_layout) {
+    // 16ddbb94 and 0b26ebf8 had no --quant: ptpc operands (BLOCK_M 256); no gather flags: the bf16 wire over SDMA.
+    if (!r.params["quant"]) {
+      r.params["quant"] = "ptpc";
+      r.extra["quant_from_layout"] = "ptpc (layouts 16ddbb94 and 0b26ebf8 had no --quant and ran ptpc operands, BLOCK_M 256)";
+    }
+    if (composite && !r.params["gather_dtype"]) {
+      r.params["gather_dtype"] = "bf16";
+      r.params["gather_transport"] = "sdma";
+      r.extra["wire_from_layout"] = "bf16 over sdma (16ddbb94 and 0b26ebf8 had no gather flags: the bf16 wire over SDMA)";
+    }
+    if (composite && (mode == "split-sdma" || mode == "fused-sdma")) {
+      const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
+      const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+      const int64_t bands = bands_per_destination(m, ws, 256);
+      const bool printed = r.params["chunks"].IsDefined();
+      const int64_t c = printed ? r.params["chunks"].as<int64_t>() : -1;
+      if (c == 0 || (!printed && layout == "16ddbb94")) {
+        r.params["chunks"] = bands;  // 0 = one push per row band
+        r.extra["chunks_from_layout"] = fmt::format("{} (chunks 0 at 16ddbb94: one push per row band, {} row bands per destination)",
+                                                    bands, bands);
+      } else if (!printed && layout == "0b26ebf8") {
+        r.params["chunks"] = 1;
+        r.extra["chunks_from_layout"] = "1 (the --chunks default at 0b26ebf8)";
+      } else if (!printed) {
+        return reject("chunks: the row prints no chunks and no quant (layout 16ddbb94 or 0b26ebf8), whose chunk defaults differ "
+                      "(0 = one push per row band at 16ddbb94, 1 at 0b26ebf8): state the layout with --layout or a "
+                      "'# layout: 16ddbb94' line");
+      }
+    }
+  } else if (layout == "103655f6") {
+    // fuse_quantize was on by default; no gather flags were printed.
+    if (!r.params["fuse_quantize"]) {
+      r.params["fuse_quantize"] = true;
+      r.extra["fuse_quantize_from_layout"] = "true (the --fuse-quantize default at 103655f6)";
+    }
+    if (composite && !r.params["gather_dtype"]) {
+      if (!r.params["fuse_quantize"].as<bool>())
+        return reject("gather_dtype: layout 103655f6 prints no wire and fuse_quantize is false, so nothing in the row says which "
+                      "wire ran");
+      // A quantize step exists only on the fp8 wire (GEMM_AR.md): fuse_quantize on means that wire, over SDMA.
+      r.params["gather_dtype"] = "fp8";
+      r.params["gather_transport"] = "sdma";
+      r.extra["wire_from_layout"] = "fp8 over sdma (103655f6 prints no wire; fuse_quantize, on, folds the fp8 wire's quantize "
+                                    "into the reduce, and SDMA was the only gather transport printed before 6022ecfa)";
+    }
+  } else {
+    // Today's layout: gather_bands 8 by default, chunks null = the --chunks default 8.
+    if (r.params["fuse_reduce_push"] && r.params["fuse_reduce_push"].as<bool>() && !r.params["gather_bands"]) r.params["gather_bands"] = 8;
   }
+  if (composite && !r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma") && !old_layout) r.params["chunks"] = 8;
+  // 103655f6 .. ad271d19 lower chunks by halving until they divide the row bands per destination
+  // (data README: 8 becomes 4 at 12 bands, not 6): the case states the chunks that ran.
+  if (!old_layout && composite && r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma")) {
+    const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
+    const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+    const std::string q = r.params["quant"] ? r.params["quant"].as<std::string>() : std::string("blockscale");
+    const int64_t bands = bands_per_destination(m, ws, q == "blockscale" ? 128 : 256);
+    int64_t c = r.params["chunks"].as<int64_t>();
+    const int64_t printed = c;
+    while (c > 1 && bands % c) c /= 2;
+    if (c != printed) {
+      r.extra["chunks_printed"] = printed;
+      r.params["chunks"] = c;
+    }
+  }
+  // Keys that changed what ran: modelled (tile_order from resolved_tile_order, block_m checked against
+  // the route's BLOCK_M), or the row is refused naming the key. Defaults are what gemm_ar describes:
+  // the values printed by the public sweep (sweep_dsv41.jsonl @9aaef3e9), which its gemm keys are fitted on.
+  if (obj.contains("resolved_tile_order") && obj["resolved_tile_order"].is_string()) {
+    if (r.params["tile_order"]) r.extra["tile_order_printed"] = r.params["tile_order"].as<std::string>();
+    r.params["tile_order"] = obj["resolved_tile_order"].get<std::string>();
+  }
+  if (r.params["tile_order"] && r.params["tile_order"].as<std::string>() == "auto")
+    return reject("tile_order: 'auto' without resolved_tile_order: the row does not say which tile order ran (rotated or linear)");
+  const std::string quant = r.params["quant"] ? r.params["quant"].as<std::string>() : std::string("blockscale");
+  if (obj.contains("block_m") && !obj["block_m"].is_null()) {
+    const int want = quant == "blockscale" ? 128 : 256;
+    if (!is_int_like(obj["block_m"]) || obj["block_m"].get<double>() != want)
+      return reject(fmt::format("block_m: {} is not the BLOCK_M gemm_ar models for quant {} ({}); another tile height is "
+                                "another kernel, not modelled", obj["block_m"].dump(), quant, want));
+  }
+  struct Fixed {
+    const char* key;
+    json want;
+    const char* why;
+  };
+  static const std::vector<Fixed> fixed{
+      {"fence", json(), "a scatter fence variant gemm_ar does not model (it models the default, null)"},
+      {"swap_ab", true, "the GEMM kernel variant; gemm_ar's GEMM costs describe swap_ab true"},
+      {"permlane", true, "the GEMM epilogue's lane permutation; gemm_ar's GEMM costs describe permlane true"},
+      {"lane_transpose", true, "the GEMM epilogue's lane transpose; gemm_ar's GEMM costs describe lane_transpose true"},
+      {"atomic_order", "acq_rel", "the signals' memory order; gemm_ar models acq_rel"},
+      {"stop_after", "all", "the run stopped early (stop_after 'scatter' times the scatter alone), not a whole gemm_ar call"},
+      {"timing", "graph", "eager launches (not graph replay) add launch gaps gemm_ar does not model"}};
+  for (const auto& f : fixed) {
+    if (!obj.contains(f.key)) continue;
+    const json& v = obj[f.key];
+    if (v != f.want && !(f.want.is_null() && v.is_null()))
+      return reject(fmt::format("{}: {} changes what ran and is not modelled ({}; gemm_ar describes {})", f.key, v.dump(), f.why,
+                                f.want.dump()));
+  }
+  // Knobs that do not apply to the row's mode (the benchmark always prints them): set to the model's
+  // default, the printed value kept in extra.ignored.
+  {
+    const models::GemmArConfig dflt;
+    auto ignore = [&](const char* key, const YAML::Node& d) {
+      if (!r.params[key]) return;
+      YAML::Emitter a, b;
+      a << YAML::Flow << r.params[key];
+      b << YAML::Flow << d;
+      if (std::string(a.c_str()) != b.c_str()) r.extra["ignored"][key] = r.params[key].as<std::string>();
+      r.params[key] = d;
+    };
+    const bool fp8 = r.params["gather_dtype"] && r.params["gather_dtype"].as<std::string>() == "fp8";
+    const bool frp = r.params["fuse_reduce_push"] && r.params["fuse_reduce_push"].as<bool>();
+    if (!composite) {
+      ignore("chunks", YAML::Node(dflt.chunks));
+      ignore("sdma_queues", YAML::Node(dflt.sdma_queues));
+      ignore("gather_dtype", YAML::Node(dflt.gather_dtype));
+      ignore("gather_transport", YAML::Node(dflt.gather_transport));
+      ignore("fuse_quantize", YAML::Node(dflt.fuse_quantize));
+      ignore("fuse_reduce_push", YAML::Node(dflt.fuse_reduce_push));
+    }
+    if (!composite || !fp8) ignore("fuse_quantize", YAML::Node(dflt.fuse_quantize));
+    // The bf16 wire always gathers over SDMA; the benchmark may still print its default transport.
+    if (r.params["gather_transport"] && !fp8 && r.params["gather_transport"].as<std::string>() != "sdma") {
+      r.extra["gather_transport_printed"] = r.params["gather_transport"].as<std::string>();
+      r.params["gather_transport"] = "sdma";
+    }
+    const bool pull = fp8 && r.params["gather_transport"] && r.params["gather_transport"].as<std::string>() == "lsa";
+    if (!composite || !pull) ignore("pull_blocks", YAML::Node(dflt.pull_blocks));
+    if (!composite || !frp) {
+      ignore("gather_bands", YAML::Node(dflt.gather_bands));
+      ignore("publish", YAML::Node(dflt.publish));
+    }
+  }
+  if (!obj.contains("max_rank_time_us") || obj["max_rank_time_us"].is_null()) return reject("no max_rank_time_us");
+  if (is_nan_literal(obj["max_rank_time_us"])) return reject("max_rank_time_us is NaN");
   r.value = number_field(obj, "max_rank_time_us", file, line);
-  if (obj.contains("validated") && !obj["validated"].is_null()) {
+  // rel_l2 NaN (the benchmark prints a bare NaN when it skips validation): accepted where the run did
+  // not validate, refused where it should have.
+  const bool nan_l2 = obj.contains("rel_l2") && is_nan_literal(obj["rel_l2"]);
+  std::string no_check;
+  if (old_layout && !composite) no_check = "gemm-only rows of layouts 16ddbb94 and 0b26ebf8 are not validated";
+  else if (row_skipped_validation(obj)) no_check = "the run passed --skip-validation";
+  if (nan_l2) {
+    if (no_check.empty())
+      return reject(fmt::format("rel_l2: NaN where mode {} validates (layout {}): the check produced no number; the output "
+                                "holds a NaN or the check failed", mode, r.extra["layout"].get<std::string>()));
+    r.extra["not_validated"] = no_check;
+  } else if (obj.contains("validated") && !obj["validated"].is_null()) {
     if (!obj["validated"].is_boolean()) throw FileError(file, line, "validated", "expected true or false");
-    if (!obj["validated"].get<bool>()) {
-      r.rejected = true;
-      r.reason = "validated: false (the output did not match the reference)";
-      return r;
-    }
+    if (!obj["validated"].get<bool>()) return reject("validated: false (the output did not match the reference)");
   }
-  if (obj.contains("rel_l2") && !obj["rel_l2"].is_null()) {
+  if (!nan_l2 && obj.contains("rel_l2") && !obj["rel_l2"].is_null()) {
     const double l2 = number_field(obj, "rel_l2", file, line);
-    if (!(l2 <= kMovedNothingRelL2)) {
-      r.rejected = true;
-      r.reason = fmt::format("rel_l2 {:.3g} > {}: the collective moved nothing (output is mostly the local slice or zeros; "
-                             "a build without the SDMA path?)",
-                             l2, kMovedNothingRelL2);
-      return r;
-    }
+    if (!(l2 <= kMovedNothingRelL2))
+      return reject(fmt::format("rel_l2 {:.3g} > {}: the collective moved nothing (output is mostly the local slice or zeros; "
+                                "a build without the SDMA path?)",
+                                l2, kMovedNothingRelL2));
   }
-  if (!(r.value > 0) || !std::isfinite(r.value)) {
-    r.rejected = true;
-    r.reason = fmt::format("max_rank_time_us {} is not a positive time", r.value);
-  }
+  if (!(r.value > 0) || !std::isfinite(r.value)) return reject(fmt::format("max_rank_time_us {} is not a positive time", r.value));
   return r;
 }
 
-ParseResult parse_result_json_stream(std::istream& in, const std::string& file) {
+Record record_from_bench_ar(const json& obj, const std::string& file, int line) {
+  if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
+  Record r;
+  r.kind = "collective";
+  r.model = "collective";
+  r.quantity = "max_rank_time_us";
+  r.unit = "us";
+  r.file = file;
+  r.line = line;
+  r.params = YAML::Node(YAML::NodeType::Map);
+  r.extra["layout"] = "bench_ar.py";
+  auto str = [&](const char* k) {
+    if (!obj[k].is_string()) throw FileError(file, line, k, fmt::format("expected a string, got {}", obj[k].dump()));
+    return obj[k].get<std::string>();
+  };
+  auto integer = [&](const char* k) {
+    if (!is_int_like(obj[k])) throw FileError(file, line, k, fmt::format("expected an integer, got {}", obj[k].dump()));
+    return static_cast<int64_t>(obj[k].get<double>());
+  };
+  r.params["op"] = obj.contains("op") && !obj["op"].is_null() ? str("op") : std::string("all-reduce");
+  std::string backend = str("backend");
+  if (backend == "nccl") {
+    r.extra["backend_printed"] = backend;
+    backend = "rccl";  // mori's bench calls the library ring nccl
+  }
+  r.params["backend"] = backend;
+  if (!obj.contains("m") || obj["m"].is_null()) throw FileError(file, line, "m", "a bench_ar.py line needs m (rows)");
+  r.params["m"] = integer("m");
+  for (const char* k : {"n", "world_size"})
+    if (obj.contains(k) && !obj[k].is_null()) r.params[k] = integer(k);
+  if (obj.contains("dtype") && !obj["dtype"].is_null()) r.params["dtype"] = str("dtype");
+  // LSA's stage and grid are what ran (the benchmark's own size rule chose them): the case states them.
+  const bool cu = backend == "lsa" || backend == "aiter";
+  if (obj.contains("stage") && !obj["stage"].is_null()) {
+    if (cu) r.params["stage"] = integer("stage");
+    else r.extra["stage"] = obj["stage"];
+  }
+  if (obj.contains("blocks") && !obj["blocks"].is_null()) {
+    if (cu) r.params["blocks"] = integer("blocks");
+    else r.extra["blocks"] = obj["blocks"];
+  }
+  if (obj.contains("build") && !obj["build"].is_null()) r.params["build"] = str("build");
+  static const std::set<std::string> consumed{"op", "backend", "m", "n", "world_size", "dtype", "stage", "blocks", "build",
+                                              "max_rank_time_us", "table", "id", "source"};
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!consumed.count(it.key())) r.extra[it.key()] = it.value();
+  r.table = obj.contains("table") && obj["table"].is_string() ? obj["table"].get<std::string>() : stem_of(file);
+  r.id = obj.contains("id") && obj["id"].is_string() ? obj["id"].get<std::string>()
+                                                     : fmt::format("{}/m={}@{}:{}", backend, r.params["m"].as<int64_t>(), base_of(file), line);
+  r.source = obj.contains("source") && obj["source"].is_string() ? obj["source"].get<std::string>() : fmt::format("{}:{}", file, line);
+  auto reject = [&](std::string why) {
+    r.rejected = true;
+    r.reason = std::move(why);
+    return r;
+  };
+  if (obj.contains("failure") && !obj["failure"].is_null()) {
+    r.kind = "failure";
+    return reject("failed run: " + (obj["failure"].is_string() ? obj["failure"].get<std::string>() : obj["failure"].dump()));
+  }
+  if (obj.contains("timing") && obj["timing"].is_string() && obj["timing"].get<std::string>() != "graph")
+    return reject(fmt::format("timing: '{}' changes what ran and is not modelled (eager launches add gaps the collective "
+                              "model does not describe; it describes graph replay)", obj["timing"].get<std::string>()));
+  // The time: max_rank_time_us, else max_rank_time_ms (the same number in ms, also printed).
+  if (obj.contains("max_rank_time_us") && !obj["max_rank_time_us"].is_null() && !is_nan_literal(obj["max_rank_time_us"])) {
+    r.value = number_field(obj, "max_rank_time_us", file, line);
+  } else if (obj.contains("max_rank_time_ms") && obj["max_rank_time_ms"].is_number()) {
+    r.value = 1000.0 * obj["max_rank_time_ms"].get<double>();
+    r.extra["value_from"] = "max_rank_time_ms x 1000";
+  } else {
+    return reject("no max_rank_time_us (nor max_rank_time_ms)");
+  }
+  const bool nan_l2 = obj.contains("rel_l2") && is_nan_literal(obj["rel_l2"]);
+  if (nan_l2) {
+    if (!row_skipped_validation(obj))
+      return reject("rel_l2: NaN where bench_ar.py validates: the check produced no number; the output holds a NaN or the check failed");
+    r.extra["not_validated"] = "the run passed --skip-validation";
+  } else if (obj.contains("validated") && obj["validated"].is_boolean() && !obj["validated"].get<bool>()) {
+    return reject("validated: false (the output did not match the reference)");
+  }
+  if (!nan_l2 && obj.contains("rel_l2") && obj["rel_l2"].is_number() && !(obj["rel_l2"].get<double>() <= kMovedNothingRelL2))
+    return reject(fmt::format("rel_l2 {:.3g} > {}: the collective moved nothing (a build without the SDMA path?)",
+                              obj["rel_l2"].get<double>(), kMovedNothingRelL2));
+  if (!(r.value > 0) || !std::isfinite(r.value)) return reject(fmt::format("max_rank_time_us {} is not a positive time", r.value));
+  return r;
+}
+
+std::string run_validation_problem(const json& obj) {
+  const Record r = record_from_result_json(obj, "(run output)", 0, "auto");
+  if (!r.rejected) return "";
+  // Refusals of what ran (a key gemm_ar does not model) are still measurements of the benchmark:
+  // only a check that failed, or moved nothing, is a failed run.
+  for (const char* k : {"validated: false", "moved nothing", "rel_l2: NaN", "no max_rank_time", "not a positive time", "is NaN"})
+    if (r.reason.find(k) != std::string::npos) return r.reason;
+  return "";
+}
+
+namespace {
+/// "# layout: 16ddbb94" states the RESULT_JSON layout of the lines that follow; empty when `t` is not such a line.
+std::string layout_line(const std::string& t) {
+  static const std::regex re(R"(^#+\s*layout\s*:\s*(\S+)\s*$)");
+  std::smatch m;
+  return std::regex_match(t, m, re) ? m[1].str() : std::string();
+}
+}  // namespace
+
+json parse_benchmark_json(const std::string& text, const std::string& file, int line) { return parse_json_at(text, file, line); }
+
+ParseResult parse_result_json_stream(std::istream& in, const std::string& file, const std::string& layout_in) {
   ParseResult out;
-  std::string text;
+  std::string text, layout = layout_in;
   int line = 0, noise = 0;
   while (std::getline(in, text)) {
     ++line;
     const auto at = text.find("RESULT_JSON");
     if (at == std::string::npos) {
-      if (!trim(text).empty()) ++noise;
+      if (const auto l = layout_line(trim(text)); !l.empty()) layout = l;
+      else if (!trim(text).empty()) ++noise;
       continue;
     }
     const auto brace = text.find('{', at);
     if (brace == std::string::npos) throw FileError(file, line, "RESULT_JSON", "no JSON object after RESULT_JSON");
-    out.records.push_back(record_from_result_json(parse_json_at(text.substr(brace), file, line), file, line));
+    out.records.push_back(record_from_result_json(parse_json_at(text.substr(brace), file, line), file, line, layout));
   }
   if (noise) out.warnings.push_back(fmt::format("{}: skipped {} line(s) without RESULT_JSON (log output)", file, noise));
   return out;
@@ -343,9 +678,9 @@ Record record_from_probe(const json& obj, const std::string& file, int line) {
   return r;
 }
 
-ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
+ParseResult parse_jsonl_stream(std::istream& in, const std::string& file, const std::string& layout_in) {
   ParseResult out;
-  std::string text;
+  std::string text, layout = layout_in;
   int line = 0;
   YAML::Node ctx(YAML::NodeType::Map);
   std::string table = stem_of(file);
@@ -354,6 +689,10 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
     const std::string t = trim(text);
     if (t.empty()) continue;
     if (t[0] == '#') {
+      if (const auto l = layout_line(t); !l.empty()) {
+        layout = l;
+        continue;
+      }
       // "#### 4F:4A num-sms 8" style headers set the AFD context for the lines that follow.
       const auto c = afd_context_from_header(t);
       if (c.size() > 0) {
@@ -366,7 +705,7 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
     if (at != std::string::npos) {
       const auto brace = t.find('{', at);
       if (brace == std::string::npos) throw FileError(file, line, "RESULT_JSON", "no JSON object after RESULT_JSON");
-      out.records.push_back(record_from_result_json(parse_json_at(t.substr(brace), file, line), file, line));
+      out.records.push_back(record_from_result_json(parse_json_at(t.substr(brace), file, line), file, line, layout));
       continue;
     }
     if (t[0] != '{') {
@@ -378,8 +717,11 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file) {
     if (obj.contains("probe")) out.records.push_back(record_from_probe(obj, file, line));
     // A gemm_ar record without its time (it names a mode) is rejected with that reason, as the README
     // says, rather than called a layout nobody knows.
+    // A bench_ar.py line (a backend, no mode) -> a collective record.
+    else if (obj.contains("backend") && !obj.contains("mode"))
+      out.records.push_back(record_from_bench_ar(obj, file, line));
     else if (obj.contains("max_rank_time_us") || obj.contains("failure") || obj.contains("mode"))
-      out.records.push_back(record_from_result_json(obj, file, line));
+      out.records.push_back(record_from_result_json(obj, file, line, layout));
     else if (obj.contains("tokens") && (obj.contains("afd") || obj.contains("masked"))) {
       for (auto& r : records_from_afd_line(obj, ctx, table, file, line)) out.records.push_back(std::move(r));
     } else {
@@ -684,7 +1026,7 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
   return out;
 }
 
-ParseResult parse_measurement_file(const std::string& path, double phase_weight) {
+ParseResult parse_measurement_file(const std::string& path, double phase_weight, const std::string& layout) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".yaml" || ext == ".yml") return parse_scenario_file(path, phase_weight);
   std::ifstream in(path);
@@ -716,9 +1058,9 @@ ParseResult parse_measurement_file(const std::string& path, double phase_weight)
   std::istringstream lines(text);
   if (ext == ".log" || ext == ".txt" || ext == ".out") {
     // A log: RESULT_JSON lines among noise, unless it is really JSON lines.
-    if (first == std::string::npos || text[first] != '{') return parse_result_json_stream(lines, path);
+    if (first == std::string::npos || text[first] != '{') return parse_result_json_stream(lines, path, layout);
   }
-  return parse_jsonl_stream(lines, path);
+  return parse_jsonl_stream(lines, path, layout);
 }
 
 std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const std::vector<std::string>& models) {
@@ -757,10 +1099,10 @@ bool params_subset(const YAML::Node& sub, const YAML::Node& super) {
 }  // namespace
 
 std::vector<FitPoint> load_fit_points(const std::vector<std::string>& paths, double phase_weight, std::vector<Record>* rejected,
-                                      std::vector<std::string>* warnings) {
+                                      std::vector<std::string>* warnings, const std::string& layout) {
   std::vector<Record> file_recs, scen_recs;
   for (const auto& p : paths) {
-    auto pr = parse_measurement_file(p, phase_weight);
+    auto pr = parse_measurement_file(p, phase_weight, layout);
     if (warnings)
       for (auto& w : pr.warnings) warnings->push_back(w);
     for (auto& r : pr.records) {

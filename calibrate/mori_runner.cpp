@@ -120,10 +120,19 @@ std::vector<T> list_of(const YAML::Node& root, const std::string& key, const std
   return out;
 }
 
+/// The command line of a run without a shell: the launcher, then every argument as its own word.
+void finish_run(MoriRun& r) {
+  std::string cmd;
+  for (const auto& [k, v] : r.env) cmd += k + "=" + shell_quote(v) + " ";
+  for (size_t i = 0; i < r.argv.size(); ++i) cmd += (i ? " " : "") + shell_quote(r.argv[i]);
+  r.command = cmd;
+  r.key = r.params.dump();  // json object keys are sorted: stable
+}
+
 MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
   MoriRun r;
   r.params = p;
-  r.argv = split_ws(opt.launcher);
+  r.argv = resolve_launcher(opt);
   r.argv.push_back("--standalone");
   r.argv.push_back(fmt::format("--nproc_per_node={}", opt.nproc));
   r.argv.push_back(kBenchGemmArPath);
@@ -151,26 +160,131 @@ MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::s
   r.env["MORI_ENABLE_SDMA"] = "1";
   r.env["MORI_SOCKET_IFNAME"] = "lo";
   if (p.contains("pull_blocks")) r.env["MORI_GEMM_AR_PULL_BLOCKS"] = std::to_string(p["pull_blocks"].get<int>());
-  std::string cmd;
-  for (const auto& [k, v] : r.env) cmd += k + "=" + shell_quote(v) + " ";
-  for (size_t i = 0; i < r.argv.size(); ++i) cmd += (i ? " " : "") + shell_quote(r.argv[i]);
-  r.command = cmd;
-  r.key = p.dump();  // json object keys are sorted: stable
+  finish_run(r);
   return r;
 }
 
+/// One bench_ar.py run (the standalone all-reduce): --backend B -m M -n N [--dtype D].
+MoriRun make_ar_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
+  MoriRun r;
+  r.params = p;
+  r.argv = resolve_launcher(opt);
+  r.argv.push_back("--standalone");
+  r.argv.push_back(fmt::format("--nproc_per_node={}", opt.nproc));
+  r.argv.push_back(kBenchArPath);
+  for (const auto& [flag, v] : std::vector<std::pair<std::string, std::string>>{
+           {"--backend", p["backend"].get<std::string>()}, {"-m", std::to_string(p["m"].get<long>())}, {"-n", std::to_string(p["n"].get<long>())}}) {
+    r.argv.push_back(flag);
+    r.argv.push_back(v);
+  }
+  if (p.value("dtype", "bf16") != "bf16") {
+    r.argv.push_back("--dtype");
+    r.argv.push_back(p["dtype"].get<std::string>());
+  }
+  for (const auto& a : extra_args) r.argv.push_back(a);
+  r.env["MORI_ENABLE_SDMA"] = "1";
+  r.env["MORI_SOCKET_IFNAME"] = "lo";
+  finish_run(r);
+  return r;
+}
+
+/// Whether `path` names an executable file.
+bool executable(const fs::path& path) { return !path.empty() && fs::is_regular_file(path) && access(path.c_str(), X_OK) == 0; }
+
 }  // namespace
 
-std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& file, const MoriOptions& opt) {
+std::string find_on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return executable(name) ? name : std::string();
+  const char* path = std::getenv("PATH");
+  std::istringstream ss(path ? path : "");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    const fs::path c = fs::path(dir) / name;
+    if (executable(c)) return c.string();
+  }
+  return "";
+}
+
+std::vector<std::string> resolve_launcher(const MoriOptions& opt) {
+  std::vector<std::string> argv;
+  if (opt.launcher.empty() || opt.launcher == "python") {
+    const std::string py = opt.python.empty() ? "python3" : opt.python;
+    const std::string found = find_on_path(py);
+    if (found.empty())
+      throw std::runtime_error(fmt::format("--launcher python: the interpreter '{}' is not {} (pass --python /path/to/env/bin/python, "
+                                           "the one that has torch and mori)", py, py.find('/') == std::string::npos ? "on PATH" : "an executable"));
+    argv = {found, "-m", "torch.distributed.run"};
+  } else if (opt.launcher == "torchrun") {
+    const std::string found = find_on_path("torchrun");
+    if (found.empty())
+      throw std::runtime_error("--launcher torchrun: torchrun is not on PATH (its console script is there only inside an activated "
+                               "environment); use --launcher python (python3 -m torch.distributed.run, --python to choose the interpreter)");
+    argv = {found};
+  } else {
+    if (!executable(opt.launcher))
+      throw std::runtime_error(fmt::format("--launcher '{}': expected python, torchrun or the path of an executable (no shell "
+                                           "command line: its arguments go in --launcher-arg)", opt.launcher));
+    argv = {opt.launcher};
+  }
+  for (const auto& a : opt.launcher_args) argv.push_back(a);
+  return argv;
+}
+
+int lowered_chunks(int chunks, int64_t bands) {
+  while (chunks > 1 && bands % chunks) chunks /= 2;
+  return chunks;
+}
+
+namespace {
+std::vector<MoriRun> expand_ar_sweep(const YAML::Node& root, const std::string& file, const MoriOptions& opt) {
+  static const std::set<std::string> known{"kind", "table", "backends", "m", "n", "dtype", "extra_args", "description"};
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (!known.count(k))
+      throw FileError(file, line_of(it->first), k, "unknown key of an allreduce sweep (expected kind, table, backends, m, n, dtype, "
+                                                   "extra_args, description)");
+  }
+  const auto backends = list_of<std::string>(root, "backends", {"lsa", "sdma"}, file);
+  const auto ms = list_of<long>(root, "m", {64, 1024, 16384}, file);
+  const auto ns = list_of<long>(root, "n", {7168}, file);
+  const auto dts = list_of<std::string>(root, "dtype", {"bf16"}, file);
+  const auto extra = list_of<std::string>(root, "extra_args", {}, file);
+  for (const auto& b : backends)
+    if (b != "lsa" && b != "sdma")
+      throw FileError(file, line_of(root["backends"]), "backends", fmt::format("'{}' is not one of: lsa, sdma (bench_ar.py's backends)", b));
+  for (const auto& d : dts)
+    if (d != "bf16") throw FileError(file, line_of(root["dtype"]), "dtype", fmt::format("'{}': bench_ar.py prints dtype bf16 only", d));
+  for (long m : ms)
+    if (m < 1) throw FileError(file, line_of(root["m"]), "m", "M must be >= 1");
+  const std::string table = root["table"] ? root["table"].as<std::string>() : fs::path(file).stem().string();
+  std::vector<MoriRun> runs;
+  for (const auto& b : backends)
+    for (long m : ms)
+      for (long n : ns)
+        for (const auto& d : dts) {
+          json p{{"backend", b}, {"m", m}, {"n", n}, {"world_size", opt.nproc}, {"dtype", d}};
+          auto run = make_ar_run(opt, p, extra);
+          run.params["table"] = table;
+          runs.push_back(std::move(run));
+        }
+  return runs;
+}
+}  // namespace
+
+std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& file, const MoriOptions& opt, std::vector<std::string>* notes) {
   if (!root || !root.IsMap()) throw FileError(file, 1, "", "expected a mapping of sweep lists (modes, m, quant, wires, ...)");
-  static const std::set<std::string> known{"table", "modes", "m", "n", "k", "quant", "wires", "chunks", "pull_blocks",
+  const std::string kind = root["kind"] ? root["kind"].as<std::string>() : "gemm_ar";
+  if (kind == "allreduce") return expand_ar_sweep(root, file, opt);
+  if (kind != "gemm_ar") throw FileError(file, line_of(root["kind"]), "kind", fmt::format("'{}' is not one of: gemm_ar, allreduce", kind));
+  static const std::set<std::string> known{"kind", "table", "modes", "m", "n", "k", "quant", "wires", "chunks", "pull_blocks",
                                            "fuse_quantize", "fuse_reduce_push", "gather_bands", "publish", "sdma_queues",
                                            "extra_args", "description"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string k = it->first.as<std::string>();
     if (!known.count(k))
       throw FileError(file, line_of(it->first), k,
-                      "unknown sweep key (expected table, modes, m, n, k, quant, wires, chunks, pull_blocks, fuse_quantize, "
+                      "unknown sweep key (expected kind, table, modes, m, n, k, quant, wires, chunks, pull_blocks, fuse_quantize, "
                       "fuse_reduce_push, gather_bands, publish, sdma_queues, extra_args, description)");
   }
   static const std::set<std::string> modes_ok{"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa"},
@@ -181,12 +295,12 @@ std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& fil
   const auto ks = list_of<long>(root, "k", {2048}, file);
   const auto quants = list_of<std::string>(root, "quant", {"blockscale"}, file);
   const auto wires = list_of<std::string>(root, "wires", {"bf16"}, file);
-  const auto chunks = list_of<int>(root, "chunks", {-1}, file);
+  const auto chunks = list_of<int>(root, "chunks", {kBenchChunks}, file);
   const auto pulls = list_of<int>(root, "pull_blocks", {-1}, file);
   const auto fqs = list_of<bool>(root, "fuse_quantize", {false}, file);
   const auto frps = list_of<bool>(root, "fuse_reduce_push", {false}, file);
-  const auto bands = list_of<int>(root, "gather_bands", {-1}, file);
-  const auto pubs = list_of<std::string>(root, "publish", {""}, file);
+  const auto bands = list_of<int>(root, "gather_bands", {kBenchGatherBands}, file);
+  const auto pubs = list_of<std::string>(root, "publish", {"writethrough"}, file);
   const auto queues = list_of<int>(root, "sdma_queues", {-1}, file);
   const auto extra = list_of<std::string>(root, "extra_args", {}, file);
   auto check = [&](const std::vector<std::string>& v, const std::set<std::string>& ok, const std::string& key) {
@@ -200,14 +314,21 @@ std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& fil
   check(modes, modes_ok, "modes");
   check(quants, quant_ok, "quant");
   check(wires, wires_ok, "wires");
-  if (root["publish"]) check(pubs, publish_ok, "publish");
+  check(pubs, publish_ok, "publish");
   for (long m : ms)
     if (m < 1) throw FileError(file, line_of(root["m"]), "m", "M must be >= 1");
   for (long k : ks)
     if (k < 256 || k % 128) throw FileError(file, line_of(root["k"]), "k", "K must be >= 256 and a multiple of 128");
+  for (int c : chunks)
+    if (c < 1) throw FileError(file, line_of(root["chunks"]), "chunks", "chunks must be >= 1");
+  for (int b : bands)
+    if (b < 1) throw FileError(file, line_of(root["gather_bands"]), "gather_bands", "gather_bands must be >= 1");
   const std::string table = root["table"] ? root["table"].as<std::string>() : fs::path(file).stem().string();
   std::vector<MoriRun> runs;
-  std::set<std::string> seen;
+  std::set<std::string> seen, said;
+  auto note = [&](const std::string& n) {
+    if (notes && said.insert(n).second) notes->push_back(n);
+  };
   for (const auto& mode : modes)
     for (long m : ms)
       for (long n : ns)
@@ -222,20 +343,36 @@ std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& fil
                         for (const auto& pub : pubs)
                           for (int sq : queues) {
                             const bool fp8 = w != "bf16";
-                            if (fp8 && mode != "fused-sdma") continue;  // the benchmark refuses the fp8 wire elsewhere
-                            json p{{"mode", mode}, {"m", m}, {"n", n}, {"k", k}, {"quant", q}, {"world_size", opt.nproc}};
-                            p["gather_dtype"] = fp8 ? "fp8" : "bf16";
-                            if (fp8) p["gather_transport"] = w == "fp8-lsa" ? "lsa" : "sdma";
-                            if (c > 0) p["chunks"] = c;
-                            if (pb > 0 && w == "fp8-lsa") p["pull_blocks"] = pb;
-                            p["fuse_quantize"] = fp8 && fq;
-                            const bool push = frp && mode == "fused-sdma" && !fp8;
-                            if (push) {
-                              p["fuse_reduce_push"] = true;
-                              if (b > 0) p["gather_bands"] = b;
-                              if (!pub.empty()) p["publish"] = pub;
+                            // bench_gemm_ar.py @ad271d19 refuses only split-lsa with the fp8 wire; gemm-only has no wire.
+                            if (fp8 && mode == "split-lsa") {
+                              note(fmt::format("wire {} with split-lsa: not run (bench_gemm_ar.py refuses --gather-dtype fp8 with split-lsa)", w));
+                              continue;
                             }
-                            if (sq > 0) p["sdma_queues"] = sq;
+                            json p{{"mode", mode}, {"m", m}, {"n", n}, {"k", k}, {"quant", q}, {"world_size", opt.nproc}};
+                            if (mode != "gemm-only") {
+                              p["gather_dtype"] = fp8 ? "fp8" : "bf16";
+                              if (fp8) p["gather_transport"] = w == "fp8-lsa" ? "lsa" : "sdma";
+                              const bool sdma_scatter = mode == "split-sdma" || mode == "fused-sdma";
+                              if (sdma_scatter) {
+                                // The benchmark halves chunks until they divide the row bands per destination.
+                                const int64_t bm = q == "blockscale" ? 128 : 256, unit = int64_t(opt.nproc) * bm;
+                                const int64_t rb = (m + unit - 1) / unit * unit / opt.nproc / bm;
+                                const int eff = lowered_chunks(c, rb);
+                                p["chunks"] = eff;
+                                if (eff != c)
+                                  note(fmt::format("chunks {} runs as {} at M={} ({} row bands per destination; the benchmark halves "
+                                                   "chunks until they divide them): run once, with --chunks {}", c, eff, m, rb, eff));
+                              }
+                              if (pb > 0 && w == "fp8-lsa") p["pull_blocks"] = pb;
+                              p["fuse_quantize"] = fp8 && fq;
+                              const bool push = frp && mode == "fused-sdma" && !fp8;
+                              if (push) {
+                                p["fuse_reduce_push"] = true;
+                                p["gather_bands"] = b;
+                                p["publish"] = pub;
+                              }
+                              if (sq > 0 && sdma_scatter) p["sdma_queues"] = sq;
+                            }
                             auto run = make_run(opt, p, extra);
                             run.params["table"] = table;
                             if (seen.insert(run.key).second) runs.push_back(std::move(run));
@@ -243,9 +380,15 @@ std::vector<MoriRun> expand_sweep(const YAML::Node& root, const std::string& fil
   return runs;
 }
 
-MoriRun sdma_check_run(const MoriOptions& opt) {
+MoriRun sdma_check_run(const MoriOptions& opt, const std::string& kind) {
+  if (kind == "allreduce") {
+    json p{{"backend", "sdma"}, {"m", 2048}, {"n", 7168}, {"world_size", opt.nproc}, {"dtype", "bf16"}};
+    auto r = make_ar_run(opt, p, {});
+    r.params["table"] = "sdma-check";
+    return r;
+  }
   json p{{"mode", "fused-sdma"}, {"m", 2048}, {"n", 7168}, {"k", 2048}, {"quant", "blockscale"}, {"world_size", opt.nproc},
-         {"gather_dtype", "bf16"}, {"fuse_quantize", false}};
+         {"gather_dtype", "bf16"}, {"chunks", kBenchChunks}, {"fuse_quantize", false}};
   auto r = make_run(opt, p, {});
   r.params["table"] = "sdma-check";
   return r;
@@ -291,9 +434,9 @@ RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeou
     const auto brace = l.find('{', at);
     if (brace == std::string::npos) return;
     try {
-      json j = json::parse(l.substr(brace));
+      json j = parse_benchmark_json(l.substr(brace), "(output)", 0);  // bare NaN literals as the benchmark prints them
       if (j.is_object() && seen.insert(j.dump()).second) out.results.push_back(std::move(j));
-    } catch (const json::parse_error&) {
+    } catch (const hw::FileError&) {
       tail.push_back("(malformed RESULT_JSON line above)");
     }
   };
@@ -364,15 +507,20 @@ RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeou
   else if (out.results.empty()) out.failure = "no RESULT_JSON line in the output";
   else {
     for (const auto& r : out.results) {
-      if (r.contains("validated") && r["validated"].is_boolean() && !r["validated"].get<bool>()) {
-        out.failure = fmt::format("not validated (rel_l2 {})", r.contains("rel_l2") ? r["rel_l2"].dump() : "?");
-        break;
+      // The parser's own judgement (validated false, moved nothing, a NaN rel_l2 where the run validates).
+      try {
+        // The run's argv says whether it skipped validation (--skip-validation): a NaN rel_l2 is then expected.
+        json with_argv = r;
+        if (!with_argv.contains("argv")) with_argv["argv"] = run.argv;
+        const std::string why = run_validation_problem(with_argv);
+        if (!why.empty())
+          out.failure = fmt::format("{} (rel_l2 {}): {}", why.find("rel_l2") != std::string::npos || why.find("validated") != std::string::npos
+                                                              ? "not validated" : "unusable result",
+                                    r.contains("rel_l2") ? r["rel_l2"].dump() : "?", why);
+      } catch (const hw::FileError& e) {
+        out.failure = fmt::format("unreadable RESULT_JSON: {}", e.what());
       }
-      if (r.contains("rel_l2") && r["rel_l2"].is_number() && !(r["rel_l2"].get<double>() <= kMovedNothingRelL2)) {
-        out.failure = fmt::format("rel_l2 {} > {}: the collective moved nothing (a build without the SDMA path?)", r["rel_l2"].dump(),
-                                  kMovedNothingRelL2);
-        break;
-      }
+      if (!out.failure.empty()) break;
     }
   }
   return out;
@@ -472,8 +620,6 @@ int run_mori_sweep(const MoriOptions& opt) {
   std::ostream& msg = opt.progress ? *opt.progress : std::cerr;
   if (opt.mori_dir.empty() || !fs::is_directory(opt.mori_dir))
     throw std::runtime_error(fmt::format("--mori-dir '{}' is not a directory (a mori checkout built with BUILD_CCO_SDMA=ON)", opt.mori_dir));
-  if (!fs::exists(fs::path(opt.mori_dir) / kBenchGemmArPath))
-    throw std::runtime_error(fmt::format("'{}' has no {}: is it a mori checkout?", opt.mori_dir, kBenchGemmArPath));
   YAML::Node sweep;
   try {
     sweep = YAML::LoadFile(opt.sweep_path);
@@ -482,7 +628,13 @@ int run_mori_sweep(const MoriOptions& opt) {
   } catch (const YAML::Exception& e) {
     throw FileError(opt.sweep_path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
   }
-  const auto runs = expand_sweep(sweep, opt.sweep_path, opt);
+  const std::string kind = sweep.IsMap() && sweep["kind"] ? sweep["kind"].as<std::string>() : "gemm_ar";
+  const char* script = kind == "allreduce" ? kBenchArPath : kBenchGemmArPath;
+  if (!fs::exists(fs::path(opt.mori_dir) / script))
+    throw std::runtime_error(fmt::format("'{}' has no {}: is it a mori checkout?", opt.mori_dir, script));
+  std::vector<std::string> notes;
+  const auto runs = expand_sweep(sweep, opt.sweep_path, opt, &notes);
+  for (const auto& n : notes) msg << "note: " << n << "\n";
   const std::string commit = opt.commit.empty() ? git_commit() : opt.commit;
   const json host = host_info();
   std::set<std::string> done;
@@ -516,6 +668,7 @@ int run_mori_sweep(const MoriOptions& opt) {
       j["fusesim_commit"] = commit;
       j["sweep"] = opt.sweep_path;
       j["wall_s"] = std::round(o.seconds * 100) / 100;
+      if (!opt.layout.empty() && opt.layout != "auto") j["layout"] = opt.layout;  // read by the parser as the stated layout
       return j;
     };
     if (o.failure.empty()) {
@@ -537,7 +690,7 @@ int run_mori_sweep(const MoriOptions& opt) {
   };
 
   // 1. The SDMA check.
-  const auto chk = sdma_check_run(opt);
+  const auto chk = sdma_check_run(opt, kind);
   msg << fmt::format("SDMA check: {}\n", chk.command);
   if (log) log << "### " << utc_now() << " SDMA check: " << chk.command << "\n";
   const auto co = run_command(chk, opt.mori_dir, opt.timeout_s, log ? &log : nullptr);
@@ -591,6 +744,118 @@ int run_mori_sweep(const MoriOptions& opt) {
   }
   msg << fmt::format("done: {} runs, {} failed (recorded with their reason, never fitted); output {}\n", todo.size(), failed, opt.out);
   return failed ? 1 : 0;
+}
+
+}  // namespace fusesim::calibrate
+
+namespace fusesim::calibrate {
+
+namespace {
+/// A JSON scalar as flow YAML text (strings double-quoted).
+std::string yaml_value(const json& v) {
+  if (v.is_string()) {
+    YAML::Emitter e;
+    e << YAML::DoubleQuoted << v.get<std::string>();
+    return e.c_str();
+  }
+  return v.dump();
+}
+
+/// The run's case id: the mode (or backend), then every other knob as key=value in sorted order,
+/// world_size and table left out ("fused-sdma/chunks=8/.../m=16384/...").
+std::string case_id(const json& p) {
+  std::string id = p.contains("mode") ? p["mode"].get<std::string>() : p.value("backend", std::string("run"));
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    if (it.key() == "mode" || it.key() == "backend" || it.key() == "table" || it.key() == "world_size" || it.key() == "op") continue;
+    id += "/" + it.key() + "=" + (it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+  }
+  return id;
+}
+}  // namespace
+
+int write_plan_scenario(const PlanOptions& po, const MoriOptions& opt) {
+  YAML::Node sweep;
+  try {
+    sweep = YAML::LoadFile(opt.sweep_path);
+  } catch (const YAML::BadFile&) {
+    throw FileError(opt.sweep_path, 0, "", "cannot open sweep file");
+  } catch (const YAML::Exception& e) {
+    throw FileError(opt.sweep_path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (po.hardware.empty()) throw std::runtime_error("--plan-scenario needs --hw (the hardware file the predictions use)");
+  const std::string kind = sweep.IsMap() && sweep["kind"] ? sweep["kind"].as<std::string>() : "gemm_ar";
+  const auto runs = expand_sweep(sweep, opt.sweep_path, opt);
+  // Measured values: accepted records of the measurement file whose run_key is the run's.
+  std::map<std::string, const Record*> by_key;
+  std::map<std::string, std::string> refused;
+  ParseResult measured;
+  if (!po.measured.empty()) {
+    measured = parse_measurement_file(po.measured, 0.5, opt.layout);
+    for (const auto& r : measured.records) {
+      if (!r.extra.contains("run_key") || !r.extra["run_key"].is_string()) continue;
+      const std::string k = r.extra["run_key"].get<std::string>();
+      if (r.rejected) refused[k] = r.reason;
+      else by_key[k] = &r;  // the last accepted record of a run (a resumed sweep's retry)
+    }
+  }
+  const std::string commit = opt.commit.empty() ? git_commit() : opt.commit;
+  std::ostringstream y;
+  y << "# Written by `fusesim calibrate mori --plan-scenario` from " << opt.sweep_path << " at " << utc_now() << ", fusesim commit "
+    << commit << ".\n";
+  if (po.measured.empty())
+    y << "# Predictions only: every case is a run of the sweep; measure them with `fusesim calibrate mori --sweep " << opt.sweep_path
+      << "` after these predictions are recorded.\n";
+  else
+    y << "# Measured values: " << po.measured << " (each record's file:line, date, host and commit in its source).\n";
+  const std::string name = po.name.empty() ? fs::path(opt.sweep_path).stem().string() : po.name;
+  y << "scenario: " << yaml_value(name) << "\n";
+  y << "description: " << yaml_value(fmt::format("{} sweep {} ({} runs){}", kind, opt.sweep_path, runs.size(),
+                                                 po.measured.empty() ? ", predicted" : ", measured by calibrate mori"))
+    << "\n";
+  y << "hardware: " << yaml_value(po.hardware) << "\n";
+  y << "model: " << (kind == "allreduce" ? "collective" : "gemm_ar") << "\n";
+  y << fmt::format("tolerance_pct: {}\n", po.tolerance_pct);
+  y << "cases:\n";
+  int with_value = 0;
+  std::vector<std::string> missing;
+  for (const auto& run : runs) {
+    json p = run.params;
+    p.erase("table");
+    if (kind == "allreduce") p["op"] = "all-reduce";
+    y << "  - id: " << yaml_value(case_id(p)) << "\n    params: {";
+    bool first = true;
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      y << (first ? "" : ", ") << it.key() << ": " << yaml_value(it.value());
+      first = false;
+    }
+    y << "}\n";
+    if (po.measured.empty()) continue;
+    const auto it = by_key.find(run.key);
+    if (it == by_key.end()) {
+      const auto rf = refused.find(run.key);
+      missing.push_back(fmt::format("{}: {}", case_id(p), rf == refused.end() ? "no record" : rf->second));
+      continue;
+    }
+    const Record& r = *it->second;
+    const std::string src = fmt::format("{}:{} ({}, {}, fusesim {})", r.file, r.line, r.extra.value("date", std::string("?")),
+                                        r.extra.contains("host") ? r.extra["host"].value("hostname", std::string("?")) : std::string("?"),
+                                        r.extra.value("fusesim_commit", std::string("?")));
+    y << fmt::format("    measured: {{value_us: {}, source: {}}}\n", r.value, yaml_value(src));
+    ++with_value;
+  }
+  for (const auto& m : missing) y << "# not measured: " << m << "\n";
+  const std::string tmp = po.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw std::runtime_error(fmt::format("--plan-scenario '{}': cannot write", po.out));
+    f << y.str();
+    if (!f) throw std::runtime_error(fmt::format("--plan-scenario '{}': write failed", po.out));
+  }
+  fs::rename(tmp, po.out);
+  std::ostream& msg = opt.progress ? *opt.progress : std::cerr;
+  msg << fmt::format("wrote {}: {} cases{}\n", po.out, runs.size(),
+                     po.measured.empty() ? "" : fmt::format(", {} with a measured value, {} without", with_value, missing.size()));
+  return 0;
 }
 
 }  // namespace fusesim::calibrate

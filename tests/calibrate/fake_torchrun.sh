@@ -6,8 +6,14 @@
 #   FAKE_TIMEOUT_M=M    runs with -m M sleep 30 s (past the runner's timeout)
 #   FAKE_INVALID_M=M    runs with -m M print their line with validated false
 #   FAKE_NO_SDMA=1      every run moves nothing: rel_l2 ~ 1 and a (too fast) time
+#   FAKE_NAN_M=M        runs with -m M print a bare NaN rel_l2 and validated false (a skipped check)
 #   FAKE_PIDS=FILE      the timeout's sleeper writes its pid here (the tests check it was killed)
 #   FAKE_CALLS=FILE     append one line per call (the -m, wire, pull blocks) for the tests to count
+#   FAKE_RECORDED=FILE  the recorded lines to replay (default fixtures/recorded_results.jsonl): the old
+#                       layouts' recordings (fixtures/recorded_old_layouts.jsonl) hold NaN literals
+# bench_ar.py (the standalone all-reduce): --backend B -m M -n N [--dtype D], replayed from the lines
+# keyed "bench=ar backend=B m=M". Called as `python -m torch.distributed.run ...` through
+# fixtures/bin/python3 (the default launcher), it gets the same arguments.
 # It checks what the real runs need: MORI_ENABLE_SDMA=1, MORI_SOCKET_IFNAME=lo, the benchmark script
 # present in the working directory, --standalone and --nproc_per_node.
 set -u
@@ -21,6 +27,34 @@ ws="${2#--nproc_per_node=}"
 script="$3"
 [[ -f "$script" ]] || { echo "fake_torchrun: $script not found in $(pwd)" >&2; exit 9; }
 shift 3
+if [[ "$script" == */bench_ar.py ]]; then
+  backend= m= n=
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --backend) backend="$2"; shift ;;
+      -m) m="$2"; shift ;;
+      -n) n="$2"; shift ;;
+      --dtype|--iters) shift ;;
+      *) echo "fake_torchrun: bench_ar.py: unknown flag $1" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  [[ -n "${FAKE_CALLS:-}" ]] && echo "ar backend=$backend m=$m" >> "$FAKE_CALLS"
+  echo "[W socket] MORI_SOCKET_IFNAME=lo, world size $ws"
+  if [[ "${FAKE_CRASH_M:-}" == "$m" ]]; then
+    echo "RuntimeError: hsaKmtCreateQueueExt failed (anvil.cpp:237)" >&2
+    exit 1
+  fi
+  key="bench=ar backend=$backend m=$m"
+  line="$(grep -F "\"key\": \"$key\"" "$recorded" | head -1)"
+  [[ -n "$line" ]] || { echo "fake_torchrun: no recorded line for '$key'" >&2; exit 3; }
+  json="$(printf '%s' "$line" | sed -e 's/"key": "[^"]*", //')"
+  if [[ "${FAKE_NO_SDMA:-}" == 1 && "$backend" == sdma ]]; then
+    json="$(printf '%s' "$json" | sed -e 's/"rel_l2": [0-9.e-]*/"rel_l2": 0.9921/')"
+  fi
+  echo "RESULT_JSON $json"
+  exit 0
+fi
 mode= m= n= k= quant= dtype=bf16 transport=sdma fq=false
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -34,7 +68,7 @@ while [[ $# -gt 0 ]]; do
     --fuse-quantize) fq=true ;;
     --no-fuse-quantize) fq=false ;;
     --chunks|--gather-bands|--publish|--sdma-queues|--iters) shift ;;
-    --fuse-reduce-push) ;;
+    --fuse-reduce-push|--skip-validation) ;;
     *) echo "fake_torchrun: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -57,7 +91,10 @@ if [[ "${FAKE_TIMEOUT_M:-}" == "$m" ]]; then
   exit 0
 fi
 key="mode=$mode m=$m dtype=$dtype transport=$transport pb=$pb"
-line="$(grep -F "\"key\": \"$key\"" "$recorded" | head -1)"
+line=
+# gemm-only lines may be keyed by route and shape too (the live loop's component sweep).
+[[ "$mode" == gemm-only ]] && line="$(grep -F "\"key\": \"mode=gemm-only quant=$quant m=$m n=$n k=$k\"" "$recorded" | head -1)"
+[[ -n "$line" ]] || line="$(grep -F "\"key\": \"$key\"" "$recorded" | head -1)"
 if [[ -z "$line" ]]; then
   echo "fake_torchrun: no recorded line for '$key'" >&2
   exit 3
@@ -68,6 +105,9 @@ if [[ "${FAKE_INVALID_M:-}" == "$m" ]]; then
 fi
 if [[ "${FAKE_NO_SDMA:-}" == 1 ]]; then
   json="$(printf '%s' "$json" | sed -e 's/"rel_l2": [0-9.e-]*/"rel_l2": 0.9921/')"
+fi
+if [[ "${FAKE_NAN_M:-}" == "$m" ]]; then
+  json="$(printf '%s' "$json" | sed -e 's/"validated": true/"validated": false/' -e 's/"rel_l2": [0-9.e-]*/"rel_l2": NaN/')"
 fi
 echo "rank 0: median of 11 replays"
 echo "RESULT_JSON $json"
