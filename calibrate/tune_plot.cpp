@@ -84,6 +84,11 @@ PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, con
       gp += fmt::format("set terminal {}\nset output '{}.{}'\n", term, name, ext);
       gp += "set logscale x 2\nset xlabel 'M (rows)'\nset ylabel 'predicted time (us)'\nset key top left\nset grid\n";
       gp += "set title 'fusesim tune: best setting vs baseline (shape: see the .dat file)'\n";
+      // The serving threshold (a number the search computed, no input text): a dashed line.
+      if (sh["threshold"].contains("m_vs_baseline") && sh["threshold"]["m_vs_baseline"].get<int64_t>() > 1)
+        gp += fmt::format("set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lc rgb '#444444'\n"
+                          "set label 'serving threshold M = {0}' at {0}, graph 0.95 offset 1,0\n",
+                          sh["threshold"]["m_vs_baseline"].get<int64_t>());
       gp += fmt::format("plot '{0}.dat' using 1:3:4 with filledcurves fc rgb '#b0c4de' fs transparent solid 0.5 title 'best, 95% band', "
                         "'' using 1:6:7 with filledcurves fc rgb '#f4c2c2' fs transparent solid 0.5 title 'baseline, 95% band', "
                         "'' using 1:2 with linespoints lw 2 lc rgb '#1f4e9a' title 'best setting', "

@@ -143,6 +143,10 @@ std::vector<Knob> knob_space(const models::CaseSchema& schema, const TuneOptions
     } else if (p.kind == K::Integer || p.kind == K::Integer64) {
       const int64_t lo = p.min ? int64_t(std::ceil(*p.min + (p.min_exclusive ? 1 : 0))) : 1;
       allowed = ladder(std::max<int64_t>(lo, 1), p.max ? int64_t(*p.max) : 4096);
+      // The default is a candidate too (e.g. 0: the model's own rule), when the range allows it.
+      if (p.fallback && p.fallback->is_number_integer() && p.fallback->get<int64_t>() >= lo &&
+          std::find(allowed.begin(), allowed.end(), *p.fallback) == allowed.end())
+        allowed.insert(allowed.begin(), *p.fallback);
     } else {
       throw std::invalid_argument(fmt::format("{} parameter '{}' is marked a knob but is not a word, flag or integer", schema.owner(), p.key));
     }

@@ -1,4 +1,4 @@
-// Sweep speed (Google Benchmark): cases per second per process for gemm_ar and afd cases as
+// Sweep speed (Google Benchmark): cases per second per process for gemm_ar, afd and collective cases as
 // `fusesim sweep` runs them (scenario::sweep_row: one case through the scenario layer, its row
 // formatted), and a gemm_ar case's time against M (what ModelSpec::expected_cost models).
 // Run: build/bench_sweep. The MPI ratio (mpirun -np 2 against 1 process, the same sweep) and the
@@ -34,6 +34,23 @@ static void BM_SweepAfdNvlink(benchmark::State& state) { rows_of(state, "scenari
 BENCHMARK(BM_SweepAfdNvlink)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 static void BM_SweepAfdPods(benchmark::State& state) { rows_of(state, "scenarios/h100-ib-afd-channel-sweep.yaml"); }
 BENCHMARK(BM_SweepAfdPods)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The collective model: a standalone all-reduce per backend and M (a generated case list).
+static void BM_SweepCollective(benchmark::State& state) {
+  const auto hw = models::load_hardware(FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml");
+  const auto* spec = models::find_spec("collective");
+  const char* backends[] = {"sdma", "lsa", "aiter", "rccl"};
+  size_t i = 0;
+  for (auto _ : state) {
+    YAML::Node p(YAML::NodeType::Map);
+    p["backend"] = backends[i % 4];
+    p["m"] = int64_t(64) << (i / 4 % 9);
+    benchmark::DoNotOptimize(spec->run(hw, p, nullptr).dump());
+    ++i;
+  }
+  state.counters["cases_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepCollective)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 // One fused-sdma case (N=7168, K=2048, ws=8) against M: the cost model of the MPI split.
 static void BM_GemmArCaseByM(benchmark::State& state) {

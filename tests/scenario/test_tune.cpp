@@ -84,6 +84,33 @@ TEST(TuneKnobs, GemmArKnobsAreTheSchemasKnobs) {
   std::vector<std::string> afd;
   for (const auto& k : scenario::knob_space(*models::find_spec("afd")->schema, o)) afd.push_back(k.key);
   EXPECT_EQ(json(afd), json({"path", "transport_sms"}));
+  const auto coll = scenario::knob_space(*models::find_spec("collective")->schema, o);
+  ASSERT_EQ(coll.size(), 3u);
+  EXPECT_EQ(coll[0].key, "backend");
+  EXPECT_EQ(coll[1].key, "stage");
+  EXPECT_EQ(coll[2].key, "blocks");
+  EXPECT_EQ(coll[2].values.front(), 0);  // the default (the backend's own rule) is a candidate
+}
+
+// The collective model: the best backend and grid for an all-reduce, against the RCCL ring, is the
+// fastest of every setting (the space is small: exhaustive), and no setting beats it.
+TEST(TuneCollective, BestBackendIsTheFastestSetting) {
+  scenario::TuneOptions o;
+  o.shapes = {{{"op", "all-reduce"}, {"n", 7168}, {"world_size", 8}}};
+  o.ms = {64, 16384};
+  o.baseline = {{"backend", "rccl"}};
+  const auto& spec = *models::find_spec("collective");
+  const json r = scenario::tune(spec, mi355x(), "hw", o);
+  EXPECT_EQ(r["search"]["method"], "exhaustive");
+  for (const auto& p : r["shapes"][0]["points"]) {
+    const double best = p["best"]["predicted_us"].get<double>();
+    for (const auto& e : p["knob_effects"]) {
+      for (const auto& v : e["values"]) {
+        if (!v["predicted_us"].is_null()) EXPECT_GE(v["predicted_us"].get<double>(), best);
+      }
+    }
+    EXPECT_NE(p["best"]["setting"]["backend"], "rccl");
+  }
 }
 
 // Seed 000's wire table at M=16384 (02-gather.jsonl): the search over the wire and its transport
