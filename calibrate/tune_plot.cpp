@@ -2,6 +2,7 @@
 #include "calibrate/tune_plot.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +39,9 @@ bool in_path(const std::string& exe) {
 
 /// Run `gnuplot script` in `dir` (fork + exec, no shell); its output to `log` in dir. Returns the exit status.
 int run_in(const std::string& dir, const std::string& gnuplot, const std::string& script, const std::string& log) {
+  // Unwritten buffered output would be written twice (by the child too) without this.
+  std::fflush(stdout);
+  std::fflush(stderr);
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {

@@ -648,7 +648,7 @@ void register_all(CLI::App& app) {
 
   // ---- tune: the best knob setting per shape and M ------------------------------------------------
   struct TuneArgs {
-    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", baseline = "mode=rccl", fixed, format = "table", out, plot;
+    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot;
     std::vector<std::string> shapes, values, knobs;
     int64_t exhaustive_limit = 4096;
     int restarts = 4;
@@ -660,6 +660,7 @@ void register_all(CLI::App& app) {
   tc->add_option("--model", ta->model, "the model whose knobs are searched (default gemm_ar)");
   tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes)")->required();
   tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
+  tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
   tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
   tc->add_option("--values", ta->values, "restrict a knob's candidates: KEY=V1,V2,... (repeatable)");
   tc->add_option("--knobs", ta->knobs, "search only these knobs (comma-separated; the others keep their defaults)")->delimiter(',');
@@ -696,6 +697,7 @@ void register_all(CLI::App& app) {
       if (list.empty()) throw std::invalid_argument(fmt::format("--values: no value given in '{}'", v));
     }
     o.only = ta->knobs;
+    o.m_key = ta->m_key;
     o.exhaustive_limit = ta->exhaustive_limit;
     o.restarts = ta->restarts;
     o.seed = ta->seed;

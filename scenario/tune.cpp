@@ -200,6 +200,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
               {"hardware_file", hw_path},
               {"baseline", opt.baseline},
               {"fixed", opt.fixed},
+              {"m_key", opt.m_key},
               {"knobs", knobs_json},
               {"search",
                {{"space_size", space},
@@ -423,8 +424,9 @@ std::string format_tune_scenario(const json& r) {
       for (const char* which : {"best", "baseline"}) {
         json params = sh["shape"];
         for (auto& [k, v] : p[which]["setting"].items()) params[k] = v;
-        params["m"] = p["m"];
-        y << YAML::BeginMap << YAML::Key << "id" << YAML::Value << fmt::format("shape{}/{}/m={}", si, which, p["m"].get<int64_t>());
+        params[r["m_key"].get<std::string>()] = p["m"];
+        y << YAML::BeginMap << YAML::Key << "id" << YAML::Value
+          << fmt::format("shape{}/{}/{}={}", si, which, r["m_key"].get<std::string>(), p["m"].get<int64_t>());
         y << YAML::Key << "params" << YAML::Value << YAML::Flow << YAML::BeginMap;
         for (auto& [k, v] : params.items()) {
           y << YAML::Key << k << YAML::Value;
