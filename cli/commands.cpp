@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <sstream>
 #include <tuple>
 
 #include <unistd.h>
@@ -33,6 +34,9 @@
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
+#include "scenario/sweep.hpp"
+#include "scenario/tune.hpp"
+#include "calibrate/tune_plot.hpp"
 #include "sim/trace.hpp"
 
 
@@ -161,6 +165,65 @@ constexpr const char* kHandThresholdShapes =
 bool hand_threshold_shape(const models::GemmArConfig& c) {
   return (c.n == 7168 && c.k == 2048 && c.world_size == 8 && c.quant == "blockscale") ||
          (c.n == 5120 && c.quant == "mxfp8" && ((c.world_size == 4 && c.k == 2048) || (c.world_size == 2 && c.k == 4096)));
+}
+
+/// A command-line value as the JSON scalar YAML would read it (an integer, true/false, a number, else text).
+nlohmann::json scalar_of(const std::string& text) {
+  const YAML::Node n = YAML::Load(text);
+  if (!n.IsScalar()) return text;
+  int64_t i;
+  double d;
+  bool b;
+  if (YAML::convert<int64_t>::decode(n, i)) return i;
+  if (YAML::convert<double>::decode(n, d)) return d;
+  if (YAML::convert<bool>::decode(n, b)) return b;
+  return n.as<std::string>();
+}
+
+/// "k=v,k=v" (commas or spaces between) as a JSON object. Errors: std::invalid_argument naming the option.
+nlohmann::json assignments(const std::string& text, const std::string& option) {
+  nlohmann::json out = nlohmann::json::object();
+  std::string part;
+  std::string t = text;
+  std::replace(t.begin(), t.end(), ',', ' ');
+  std::istringstream words(t);
+  while (words >> part) {
+    const auto eq = part.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == part.size())
+      throw std::invalid_argument(fmt::format("{}: expected KEY=VALUE items separated by commas, got '{}'", option, part));
+    out[part.substr(0, eq)] = scalar_of(part.substr(eq + 1));
+  }
+  return out;
+}
+
+/// --m: "A:B" (A, 2A, 4A, ... up to B) or "M1,M2,...". Errors: std::invalid_argument.
+std::vector<int64_t> m_list(const std::string& text) {
+  std::vector<int64_t> out;
+  auto num = [&](const std::string& s) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(s, &used);
+      if (used != s.size() || v < 1) throw std::invalid_argument("");
+      return int64_t(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("--m: expected A:B (A, 2A, 4A, ... up to B) or M1,M2,... with whole M >= 1, got '{}'", text));
+    }
+  };
+  if (const auto c = text.find(':'); c != std::string::npos) {
+    const int64_t a = num(text.substr(0, c)), b = num(text.substr(c + 1));
+    if (b < a) throw std::invalid_argument(fmt::format("--m {}: the end is below the start", text));
+    for (int64_t m = a; m <= b; m *= 2) out.push_back(m);
+  } else {
+    std::string t = text;
+    std::replace(t.begin(), t.end(), ',', ' ');
+    std::istringstream words(t);
+    std::string w;
+    while (words >> w) out.push_back(num(w));
+    if (out.empty()) num("");
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace
@@ -553,6 +616,105 @@ void register_all(CLI::App& app) {
     for (const auto& p : out["curve"])
       fmt::print("  {:>7} {:>10.1f} {:>10.1f} {:>10.1f}\n", p["m"].get<int64_t>(), p["fused_us"].get<double>(),
                  p["split_us"].get<double>(), p["rccl_us"].get<double>());
+  });
+
+  // ---- sweep: every case streamed to a file, split among MPI ranks under mpirun -----------------
+  struct SweepArgs {
+    std::string scenario, out, format = "jsonl";
+    bool resume = false, no_progress = false;
+  };
+  auto sw = std::make_shared<SweepArgs>();
+  auto* swc = app.add_subcommand("sweep", "run every case of a scenario, streaming rows to a file (resumable; split over MPI ranks under mpirun)");
+  swc->add_option("scenario", sw->scenario, "scenario YAML file")->required();
+  swc->add_option("--out", sw->out, "output file (rows written in case order as they finish)")->required();
+  swc->add_option("--format", sw->format, "jsonl (a case's JSON per line) or csv (run's CSV)")->check(CLI::IsMember({"jsonl", "csv"}));
+  swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the case ids) and run the rest");
+  swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
+  swc->callback([sw] {
+    refuse_overwriting_input({{sw->out, "", "--out"}}, sw->scenario, "scenario file");
+    auto sc = scenario::load(sw->scenario);
+    refuse_overwriting_input({{sw->out, "", "--out"}}, sc.hardware_path, "scenario's hardware file");
+    auto hw = scenario::load_hardware(sc);
+    scenario::SweepOptions o;
+    o.out = sw->out;
+    o.format = sw->format;
+    o.resume = sw->resume;
+    o.progress = !sw->no_progress;
+    const auto rep = scenario::sweep(sc, hw, o);
+    if (rep.rank == 0)
+      fmt::print("sweep {}: {} cases ({} kept from --out, {} run) by {} process{} in {:.2f} s ({:.1f} cases/s): {}\n", sc.path, rep.cases,
+                 rep.resumed, rep.ran, rep.ranks, rep.ranks == 1 ? "" : "es", rep.seconds, rep.seconds > 0 ? rep.ran / rep.seconds : 0.0, o.out);
+  });
+
+  // ---- tune: the best knob setting per shape and M ------------------------------------------------
+  struct TuneArgs {
+    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot;
+    std::vector<std::string> shapes, values, knobs;
+    int64_t exhaustive_limit = 4096;
+    int restarts = 4;
+    unsigned seed = 1;
+  };
+  auto ta = std::make_shared<TuneArgs>();
+  auto* tc = app.add_subcommand("tune", "search a model's knobs (from its case schema) for the best setting per shape and M, and the serving threshold");
+  tc->add_option("--hw", ta->hw, "hardware YAML (default hw/mi355x-8gpu.yaml, in the current folder or this checkout)");
+  tc->add_option("--model", ta->model, "the model whose knobs are searched (default gemm_ar)");
+  tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes)")->required();
+  tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
+  tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
+  tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
+  tc->add_option("--values", ta->values, "restrict a knob's candidates: KEY=V1,V2,... (repeatable)");
+  tc->add_option("--knobs", ta->knobs, "search only these knobs (comma-separated; the others keep their defaults)")->delimiter(',');
+  tc->add_option("--fix", ta->fixed, "hold parameters for every setting, KEY=VALUE,...");
+  tc->add_option("--exhaustive-limit", ta->exhaustive_limit, "search exhaustively up to this many settings (default 4096)");
+  tc->add_option("--restarts", ta->restarts, "coordinate descent: random starts besides the defaults (default 4)");
+  tc->add_option("--seed", ta->seed, "coordinate descent: seed of the random starts (default 1)");
+  tc->add_option("--format", ta->format, "table, json or yaml (a scenario to feed back to fusesim run)")->check(CLI::IsMember({"table", "json", "yaml"}));
+  tc->add_option("--out", ta->out, "write the output to FILE instead of stdout");
+  tc->add_option("--plot", ta->plot, "write per shape the best setting's and the baseline's predicted time vs M with the 95% band (gnuplot) into DIR");
+  tc->callback([tc, ta] {
+    namespace fs = std::filesystem;
+    if (tc->count("--hw") == 0 && !fs::exists(ta->hw)) ta->hw = std::string(FUSESIM_SOURCE_DIR) + "/" + ta->hw;
+    if (!fs::is_regular_file(ta->hw)) throw std::runtime_error(fmt::format("--hw: '{}' is not a file (expected a hardware YAML)", ta->hw));
+    if (tc->count("--plot") > 0) check_plot_dir(ta->plot);
+    if (!ta->out.empty()) hw::check_output_files({{ta->out, "", "--out"}});  // before the search
+    const models::ModelSpec* spec = models::find_spec(ta->model);
+    if (!spec) throw std::invalid_argument(fmt::format("--model: unknown model '{}' (expected one of: {})", ta->model, models::model_names()));
+    const auto hw = models::load_hardware(ta->hw);
+    scenario::TuneOptions o;
+    for (const auto& s : ta->shapes) o.shapes.push_back(assignments(s, "--shape"));
+    o.ms = m_list(ta->m);
+    o.baseline = assignments(ta->baseline, "--baseline");
+    o.fixed = assignments(ta->fixed, "--fix");
+    for (const auto& v : ta->values) {
+      const auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(fmt::format("--values: expected KEY=V1,V2,..., got '{}'", v));
+      std::string t = v.substr(eq + 1);
+      std::replace(t.begin(), t.end(), ',', ' ');
+      std::istringstream words(t);
+      std::string w;
+      auto& list = o.values[v.substr(0, eq)];
+      while (words >> w) list.push_back(scalar_of(w));
+      if (list.empty()) throw std::invalid_argument(fmt::format("--values: no value given in '{}'", v));
+    }
+    o.only = ta->knobs;
+    o.m_key = ta->m_key;
+    o.exhaustive_limit = ta->exhaustive_limit;
+    o.restarts = ta->restarts;
+    o.seed = ta->seed;
+    const auto res = scenario::tune(*spec, hw, ta->hw, o);
+    const std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
+    if (!ta->out.empty()) {
+      std::vector<hw::OutputFile> outs{{ta->out, text, "--out"}};
+      hw::check_output_files(outs);
+      hw::write_outputs_atomic(outs);
+    } else {
+      fmt::print("{}", text);
+    }
+    if (!ta->plot.empty()) {
+      const auto rep = calibrate::write_tune_plots(res, ta->plot);
+      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
+      fmt::print(stderr, "tune: wrote {} data files and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), ta->plot);
+    }
   });
 
   auto* calibrate = app.add_subcommand("calibrate", "fit the model to measurements; run probes or the real benchmark on a live node");

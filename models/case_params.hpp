@@ -47,6 +47,11 @@ struct CaseParam {
   bool min_exclusive = false;
   std::string expected;          ///< replaces the generated wording of what is expected ("an integer", ">= 1")
   bool reported = true;          ///< written into the params JSON
+  /// A setting the user chooses for a given shape (a knob), searched by `fusesim tune`: its
+  /// candidates are its choices (Name, less `not_searched`), false and true (Flag), or the ladder
+  /// 1, 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5 x them) within [min, max] (Integer).
+  bool knob = false;
+  std::vector<std::string> not_searched;  ///< choices a search leaves out (e.g. a mode that is not the same call)
 
   static CaseParam integer(std::string key, std::string meaning);    ///< a whole number that fits an int
   static CaseParam integer64(std::string key, std::string meaning);  ///< a whole number (64 bits)
@@ -63,6 +68,8 @@ struct CaseParam {
   CaseParam at_most(double v) &&;
   CaseParam expecting(std::string text) &&;
   CaseParam unreported() &&;
+  /// Mark as a knob (see `knob`); `not_searched`: choices a search must leave out.
+  CaseParam tunable(std::vector<std::string> not_searched = {}) &&;
 };
 
 /// The values of one case read by a CaseSchema: the given ones, and the defaults of the rest.

@@ -66,6 +66,11 @@ CaseParam CaseParam::expecting(std::string text) && {
   expected = std::move(text);
   return std::move(*this);
 }
+CaseParam CaseParam::tunable(std::vector<std::string> not_searched_) && {
+  knob = true;
+  not_searched = std::move(not_searched_);
+  return std::move(*this);
+}
 CaseParam CaseParam::unreported() && {
   reported = false;
   return std::move(*this);

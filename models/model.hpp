@@ -163,6 +163,12 @@ struct ModelSpec {
   /// std::invalid_argument for the case as a whole, std::out_of_range for a lookup the hardware
   /// file cannot serve.
   RunFn run;
+  /// The case schema behind case_parameters (null: none declared); `fusesim tune` derives the knob
+  /// space from its knobs (CaseParam::knob: choices and ranges).
+  const CaseSchema* schema = nullptr;
+  /// Expected run time of a case relative to others of the same model (any unit; null: every case
+  /// costs 1): `fusesim sweep` splits cases among MPI ranks by it. Must not throw.
+  std::function<double(const YAML::Node& params)> expected_cost;
 
   // ---- scenario hooks (the generic loader and runner call them for this model's scenarios) ----
   std::vector<ScenarioSection> scenario_sections;

@@ -26,11 +26,11 @@ const models::CaseFields<AfdCase>& afd_fields() {
   using C = AfdCase;
   static const models::CaseFields<C> f{
       "afd",
-      {field(CaseParam::name("path", "afd, afd_shared (runs as afd) or masked"), &C::path),
+      {field(CaseParam::name("path", "afd, afd_shared (runs as afd) or masked").one_of({"afd", "afd_shared", "masked"}).tunable({"afd_shared"}), &C::path),
        field(CaseParam::integer("attention_ranks", "Attention ranks A, >= 1").required(), &C::attention_ranks),
        field(CaseParam::integer("ffn_ranks", "FFN ranks F, >= 1").required(), &C::ffn_ranks),
        field(CaseParam::integer("tokens", fmt::format("tokens per Attention rank, 1..{}", kMaxTokens)).required(), &C::tokens),
-       field(CaseParam::integer("transport_sms", "SMs of dispatch/combine (channels = 8 x this)"), &C::transport_sms),
+       field(CaseParam::integer("transport_sms", "SMs of dispatch/combine (channels = 8 x this)").at_least(1).at_most(1024).tunable(), &C::transport_sms),
        field(CaseParam::integer("hidden", "elements per token"), &C::hidden),
        field(CaseParam::integer("topk", "experts per token"), &C::topk),
        field(CaseParam::integer("experts", "experts over the FFN ranks"), &C::experts),
@@ -143,6 +143,7 @@ const ModelSpec& afd_spec() {
     ModelSpec s{"afd", "MoE dispatch/combine between Attention and FFN ranks: one NVLink domain, or pods over InfiniBand with NIC atomics",
                 "seed 004 (the AFD transport's measurements and kernels), AFD.md; fitted by `fusesim calibrate fit --method nelder-mead`", hardware,
                 listing_of(afd::afd_case_schema()), afd::run_afd_case};
+    s.schema = &afd::afd_case_schema();
     // The pods model's NIC placement is a property of the hardware: refused at the hardware line.
     s.check_hardware = [](const hw::Hardware& hw) {
       if (hw.topology_kind() == "pods") (void)afd::gpus_per_nic(hw);

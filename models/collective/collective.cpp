@@ -102,14 +102,15 @@ const CaseFields<CollectiveConfig>& collective_fields() {
       {field(CaseParam::name("op", "all-reduce, reduce-scatter or all-gather").one_of({"all-reduce", "reduce-scatter", "all-gather"}), &C::op),
        field(CaseParam::name("backend", "sdma (copy engines), lsa (CU remote loads), aiter (one-/two-shot custom all-reduce) or rccl (ring)")
                  .one_of({"sdma", "lsa", "aiter", "rccl"})
-                 .required(),
+                 .required()
+                 .tunable(),
              &C::backend),
        field(CaseParam::integer64("m", "rows of the full tensor [m, n] (not padded)").at_least(1).required(), &C::m),
        field(CaseParam::integer64("n", "columns of the tensor").at_least(1), &C::n),
        field(CaseParam::integer("world_size", "ranks on the mesh: 2, 4 or 8"), &C::world_size),
        field(CaseParam::name("dtype", "element type on the wire: bf16, or fp8 (e4m3 + an fp32 scale per row)").one_of({"bf16", "fp8"}), &C::dtype),
-       field(CaseParam::name("stage", "auto (the backend's rule), 1 or 2 (LSA 1-/2-stage, aiter one-/two-shot)").one_of({"auto", "1", "2"}), &C::stage),
-       field(CaseParam::integer("blocks", "LSA / aiter grid (0: the backend's rule, min(cap, packs / 512))").at_least(0).at_most(65536), &C::blocks),
+       field(CaseParam::name("stage", "auto (the backend's rule), 1 or 2 (LSA 1-/2-stage, aiter one-/two-shot)").one_of({"auto", "1", "2"}).tunable(), &C::stage),
+       field(CaseParam::integer("blocks", "LSA / aiter grid (0: the backend's rule, min(cap, packs / 512))").at_least(0).at_most(65536).tunable(), &C::blocks),
        field(CaseParam::name("build", "the SDMA kernel build (e7606746, the default, or 0f4d2776)").one_of({kLaterSdmaBuild, kEarlierSdmaBuild})
                  .unreported(),  // the result's params name the build that ran
              &C::build)}};
@@ -389,6 +390,7 @@ const ModelSpec& collective_spec() {
                 "mori bench_ar.py and its kernels (GEMM_AR.md, HARDWARE.md); aiter/vLLM custom all-reduce; the alpha-beta ring; "
                 "fitted on ROCm/mori's public standalone all-reduce tables (calibrate/data/mori-public/)",
                 reads_of(collective_hardware()), listing_of(collective_case_schema()), run_collective_case};
+    s.schema = &collective_case_schema();
     s.row_note = [](const nlohmann::json& c) {
       const auto& cp = c["params"];
       std::string t;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,24 @@ struct BreakEven {
   int64_t m_vs_split_aligned = -1, m_vs_rccl_aligned = -1;
   nlohmann::json curve;     ///< [{m, fused_us, split_us, rccl_us}] at the points evaluated
 };
+
+/// A threshold of break_even_search: the smallest M from which a path wins at every larger M up to
+/// max_m (-1: none; 1: at every M), and the same over multiples of the padding step only.
+struct Threshold {
+  int64_t every_m = -1, aligned = -1;
+};
+
+/**
+ * The search behind break_even, for any pair of paths whose winner changes along M: `wins(m)` says,
+ * per comparison (a fixed count), whether the path of interest wins at M=m. The padded path costs the
+ * same over each padding step (k*step, (k+1)*step] while the other grows with M, so both ends of
+ * every step up to max_m are evaluated (a step's first M is the padded path's worst case; a max_m
+ * inside a step adds that step's part), and the step from which it wins for good is bisected over
+ * whole M. Returns one Threshold per comparison. Calls `wins` in a fixed order: both ends of every
+ * step, then each comparison's bisection in turn. Errors: whatever `wins` throws.
+ */
+std::vector<Threshold> break_even_search(int64_t step, int64_t max_m, int comparisons,
+                                         const std::function<std::vector<bool>(int64_t m)>& wins);
 
 /**
  * One point of a break-even curve: {m, fused_us, split_us, rccl_us} for the shape of `fused` at M=m,

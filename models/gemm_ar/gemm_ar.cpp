@@ -750,22 +750,25 @@ const CaseFields<GemmArConfig>& gemm_ar_fields() {
   using C = GemmArConfig;
   static const CaseFields<C> f{
       "gemm_ar",
-      {field(CaseParam::name("mode", "one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl").required(), &C::mode),
+      {field(CaseParam::name("mode", "one of gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa, rccl").required()
+                 .one_of({"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"})
+                 .tunable({"gemm-only"}),  // gemm-only does no all-reduce: not a setting of the same call
+             &C::mode),
        field(CaseParam::integer64("m", "rows of C, the tokens of the call").required(), &C::m),
        field(CaseParam::integer64("n", "columns of C (the hidden size)"), &C::n),
        field(CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)"), &C::k),
        field(CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8"), &C::world_size),
        field(CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)"), &C::quant),
-       field(CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)"), &C::chunks),
+       field(CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)").at_least(1).at_most(64).tunable(), &C::chunks),
        field(CaseParam::integer("sdma_queues", "queues created per peer (one is used: no effect on timing)"), &C::sdma_queues),
-       field(CaseParam::name("tile_order", "rotated or linear"), &C::tile_order),
-       field(CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)"), &C::gather_dtype),
-       field(CaseParam::name("gather_transport", "sdma, or lsa (the fp8 wire's pull)"), &C::gather_transport),
-       field(CaseParam::integer("pull_blocks", "grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)"), &C::pull_blocks),
-       field(CaseParam::flag("fuse_quantize", "one reduce+quantize kernel (fp8 wire)"), &C::fuse_quantize),
-       field(CaseParam::flag("fuse_reduce_push", "gather puts issued from inside the reduce (fused-sdma, bf16)"), &C::fuse_reduce_push),
-       field(CaseParam::integer("gather_bands", "bands of the reduce with fuse_reduce_push"), &C::gather_bands),
-       field(CaseParam::name("publish", "writethrough or fence (a release per block per band)"), &C::publish),
+       field(CaseParam::name("tile_order", "rotated or linear").one_of({"rotated", "linear"}).tunable(), &C::tile_order),
+       field(CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)").one_of({"bf16", "fp8"}).tunable(), &C::gather_dtype),
+       field(CaseParam::name("gather_transport", "sdma, or lsa (the fp8 wire's pull)").one_of({"sdma", "lsa"}).tunable(), &C::gather_transport),
+       field(CaseParam::integer("pull_blocks", "grid of the LSA pull kernel (MORI_GEMM_AR_PULL_BLOCKS)").at_least(1).at_most(4096).tunable(), &C::pull_blocks),
+       field(CaseParam::flag("fuse_quantize", "one reduce+quantize kernel (fp8 wire)").tunable(), &C::fuse_quantize),
+       field(CaseParam::flag("fuse_reduce_push", "gather puts issued from inside the reduce (fused-sdma, bf16)").tunable(), &C::fuse_reduce_push),
+       field(CaseParam::integer("gather_bands", "bands of the reduce with fuse_reduce_push").at_least(1).at_most(256).tunable(), &C::gather_bands),
+       field(CaseParam::name("publish", "writethrough or fence (a release per block per band)").one_of({"writethrough", "fence"}).tunable(), &C::publish),
        field(CaseParam::flag("window_in_host_memory", "what-if: every window access crosses PCIe"), &C::window_in_host_memory),
        field(CaseParam::flag("sdma_moves_nothing", "what-if: puts complete and move no byte"), &C::sdma_moves_nothing)}};
   return f;
@@ -805,6 +808,21 @@ const ModelSpec& gemm_ar_spec() {
     ModelSpec s{"gemm_ar", "mori's fused fp8 GEMM + all-reduce (every mode of bench_gemm_ar.py and an RCCL-style ring baseline)",
                 "mori gemm_ar benchmark and kernels (GEMM_AR.md); fitted on seed 000 (hw/mi355x-8gpu.yaml)",
                 reads_of(gemm_ar_hardware()), listing_of(gemm_ar_case_schema()), run_gemm_ar_case};
+    s.schema = &gemm_ar_case_schema();
+    // A case costs a fixed part (set-up, the reduce and gather kernels' launches) and a part that
+    // grows with the GEMM's tiles, M x N: measured fused-sdma at N=7168 (tests/bench/bench_sweep.cpp,
+    // BM_GemmArCaseByM): 3.5 ms at M=128, 4.4 at 1024, 6.5 at 4096, 13.5 at 16384, about
+    // 3.5 ms x (1 + 3 M N / (16384 x 7168)).
+    s.expected_cost = [](const YAML::Node& p) {
+      const auto get = [&](const char* k, double d) {
+        try {
+          return p[k] && p[k].IsScalar() ? p[k].as<double>() : d;
+        } catch (const std::exception&) {
+          return d;
+        }
+      };
+      return 1.0 + 3.0 * get("m", 16384) * get("n", 7168) / (16384.0 * 7168.0);
+    };
     s.row_note = [](const nlohmann::json& c) {
       const auto& cp = c["params"];
       if (cp.is_object() && cp.contains("m") && cp.contains("m_padded") && cp["m"] != cp["m_padded"])

@@ -1,0 +1,23 @@
+// The plot of `fusesim tune --plot DIR`: per shape, the best setting's and the baseline's predicted
+// time vs M with their 95% bands (gnuplot PNG and SVG, as `check --plot` draws its plots). Text from
+// the user's input (shape and setting names) goes only into the data files, never into a gnuplot
+// script: the scripts hold fixed text and the files' generated names, and gnuplot runs in DIR
+// without a shell.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/plot.hpp"
+
+namespace fusesim::calibrate {
+
+/**
+ * Per shape i of `tune_result` (scenario::tune's output): DIR/tune_shape<i>.dat (a comment line
+ * with the shape as JSON, then per M: m best_us best_lo best_hi baseline_us baseline_lo baseline_hi
+ * and the best setting as JSON in the last column), .gp, .png and .svg. gnuplot missing or failing:
+ * the data files are still written and the report says so. Errors: std::runtime_error when DIR
+ * cannot be created or a file cannot be written.
+ */
+PlotReport write_tune_plots(const nlohmann::json& tune_result, const std::string& dir, const std::string& gnuplot = "gnuplot");
+
+}  // namespace fusesim::calibrate
