@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -105,17 +106,18 @@ int run_gnuplot(const std::string& exe, const std::string& script, const std::st
 
 void write_text(const std::string& path, const std::string& text) { hw::write_file_atomic(path, text); }
 
-/// A new empty hidden file `.STEM.XXXXXX` beside `final_path` (its name returned), for a registered
-/// temporary. Errors: std::runtime_error naming the folder.
-std::string new_temp_beside(const std::string& final_path) {
+/// A new empty hidden file `.STEM.XXXXXX` beside `final_path`, registered for removal on a signal
+/// from the moment it exists (hw/temp_files.hpp). Errors: std::runtime_error naming the folder.
+std::unique_ptr<hw::ScopedTemp> new_temp_beside(const std::string& final_path) {
   const fs::path p(final_path);
   std::string hidden(1, '.');
   hidden.append(p.filename().string()).append(".XXXXXX");
   std::string pat = (p.parent_path() / hidden).string();
-  const int fd = ::mkstemp(pat.data());
+  int slot = -1;
+  const int fd = hw::create_registered_temp(pat, slot);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create a temporary file beside '{}': {}", final_path, std::strerror(errno)));
   ::close(fd);
-  return pat;
+  return std::make_unique<hw::ScopedTemp>(pat, slot);
 }
 
 /// Draw BASE.png and BASE.svg: gnuplot runs `head + outputs(png, svg)` with the images going to
@@ -127,21 +129,21 @@ int render_images(const std::string& exe, const std::string& base, const std::st
   write_text(base + ".gp", head + outputs(base + ".png", base + ".svg"));
   if (!rep.gnuplot_found) return 0;
   hw::install_temp_cleanup_handlers();
-  hw::ScopedTemp png(new_temp_beside(base + ".png")), svg(new_temp_beside(base + ".svg")), script(new_temp_beside(base + ".gp"));
+  const auto png = new_temp_beside(base + ".png"), svg = new_temp_beside(base + ".svg"), script = new_temp_beside(base + ".gp");
   {
-    std::ofstream f(script.path());
-    if (!f || !(f << head << outputs(png.path(), svg.path())))
-      throw std::runtime_error(fmt::format("cannot write '{}'", script.path()));
+    std::ofstream f(script->path());
+    if (!f || !(f << head << outputs(png->path(), svg->path())))
+      throw std::runtime_error(fmt::format("cannot write '{}'", script->path()));
   }
   const int log_slot = hw::register_temp(base + ".gnuplot.log");  // removed if the run is killed; kept when gnuplot fails
-  const int rc = run_gnuplot(exe, script.path(), base + ".gnuplot.log");
+  const int rc = run_gnuplot(exe, script->path(), base + ".gnuplot.log");
   hw::forget_temp(log_slot);
   if (rc != 0) {
     rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
     return rc;
   }
-  for (auto* t : {&png, &svg}) {
-    const std::string dest = t == &png ? base + ".png" : base + ".svg";
+  for (auto* t : {png.get(), svg.get()}) {
+    const std::string dest = t == png.get() ? base + ".png" : base + ".svg";
     if (::rename(t->path().c_str(), dest.c_str()) != 0)
       throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", dest, std::strerror(errno)));
     t->release();

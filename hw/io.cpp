@@ -221,12 +221,10 @@ int make_temp(const fs::path& base, std::string& name) {
   std::string hidden(1, '.');  // (not "." + name: GCC 12's -Wrestrict false positive)
   hidden.append(base.filename().string()).append(".XXXXXX");
   std::string pattern = (base.parent_path() / hidden).string();
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  install_temp_cleanup_handlers();
-  const int fd = ::mkstemp(buf.data());
-  name = fd >= 0 ? std::string(buf.data()) : std::string();
-  if (fd >= 0) temp_slots()[name] = register_temp(name);
+  int slot = -1;
+  const int fd = create_registered_temp(pattern, slot);  // no signal between creating and registering
+  name = fd >= 0 ? pattern : std::string();
+  if (fd >= 0) temp_slots()[name] = slot;
   return fd;
 }
 

@@ -1,5 +1,6 @@
 #include "hw/temp_files.hpp"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +61,20 @@ int register_temp(const std::string& path) {
     return i;
   }
   return -1;
+}
+
+int create_registered_temp(std::string& pattern, int& slot) {
+  install_temp_cleanup_handlers();
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, sig);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  const int fd = ::mkstemp(pattern.data());
+  const int err = errno;
+  slot = fd >= 0 ? register_temp(pattern) : -1;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return fd;
 }
 
 void forget_temp(int slot) {

@@ -19,6 +19,10 @@ void install_temp_cleanup_handlers();
 /// kRegisteredTemps slots are taken or the path is longer than 4095 bytes: the file is then not
 /// protected, which only matters when the process is killed).
 int register_temp(const std::string& path);
+/// mkstemp(`pattern`, which must end in XXXXXX and is replaced by the name made) and register the
+/// file, with SIGINT, SIGTERM and SIGHUP blocked in between, so that a signal never finds the file
+/// created but not yet registered. Returns the descriptor (-1 on failure, errno set) and sets `slot`.
+int create_registered_temp(std::string& pattern, int& slot);
 /// Remove slot `slot` from the registry (after the temporary was renamed or unlinked); -1 is ignored.
 void forget_temp(int slot);
 /// The child process (e.g. gnuplot writing into a registered temporary) the handler kills and reaps
@@ -31,6 +35,8 @@ inline constexpr int kRegisteredTemps = 256;
 class ScopedTemp {
  public:
   explicit ScopedTemp(std::string path) : path_(std::move(path)), slot_(register_temp(path_)) {}
+  /// Adopt a file already registered in `slot` (create_registered_temp).
+  ScopedTemp(std::string path, int slot) : path_(std::move(path)), slot_(slot) {}
   ScopedTemp(const ScopedTemp&) = delete;
   ScopedTemp& operator=(const ScopedTemp&) = delete;
   ~ScopedTemp();

@@ -103,7 +103,7 @@ TEST(PlotNames, GnuplotLiteralsAndFileStemsAreSafe) {
 // --plot runs no command and writes nothing outside its folder (both happened before the fix).
 TEST(HostileNames, CheckPlotRunsNoCommandAndStaysInItsFolder) {
   const fs::path d = fresh_dir();
-  fs::create_directories(d / "a" / "b");
+  fs::create_directories(d / "a" / "b" / "out");
   std::ofstream(d / "a" / "b" / "evil.yaml") << "scenario: evil\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
       << "  - id: \"x\\n!touch PWNED\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
       << "    measured: [{at: {m: 4096}, value_us: 100, source: \"s\\n!touch PWNED3\"}, {at: {m: 8192}, value_us: 200, source: t}]\n"
@@ -284,7 +284,8 @@ TEST(BoundedWork, AHugeSweepIsRefusedWithItsCountBeforeExpanding) {
 TEST(BoundedWork, AnEventBudgetEndsACaseWithAClearError) {
   const Ran r = sh(kBin + " run scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --only headline/fused-sdma/m=16384 --max-events 50");
   EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_TRUE(has(r.out, "event budget of 50 callbacks spent")) << r.out;
+  EXPECT_TRUE(has(r.out, "mi355x-dsv4-pro-wo_b-tp8.yaml:")) << r.out;
+  EXPECT_TRUE(has(r.out, "'cases[headline/fused-sdma/m=16384]': cannot run this case: simulation stopped: event budget of 50 callbacks spent")) << r.out;
 }
 
 // --- 6. interruption leaves nothing ---------------------------------------------------------------
