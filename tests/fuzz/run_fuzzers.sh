@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every libFuzzer target of tests/fuzz for SECONDS each, one process at a time (nice -n 19):
+# Run every libFuzzer target of tests/fuzz for SECONDS each, one process at a time (a single
+# in-process fuzzer: no -jobs/-workers forks, whose fuzz-N.log land in the CWD; nice -n 19):
 # seed corpora from the repository's own files, the key dictionary tests/fuzz/fusesim.dict, and the
 # limits the issue sets (a hang over 10 s or more than 2 GB is a finding). Prints each target's
 # execution count. A finding is left in build-asan/findings/ and makes the script exit 1.
@@ -42,7 +43,7 @@ for t in "${targets[@]}"; do
   log=$B/findings/fuzz_$t.log
   ASAN_OPTIONS="detect_leaks=0:halt_on_error=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     nice -n 19 "$exe" "$B/corpus/$t" -dict=tests/fuzz/fusesim.dict "${limit[@]}" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=65536 -jobs=1 -workers=1 -print_final_stats=1 -artifact_prefix="$B/findings/$t-" > "$log" 2>&1
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$B/findings/$t-" > "$log" 2>&1
   rc=$?
   runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' | tail -1)
   echo "fuzz_$t: ${runs:-?} executions, exit $rc (log $log)"
