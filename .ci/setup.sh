@@ -42,3 +42,35 @@ else
 fi
 (cd build && ctest --output-on-failure -j"$(nproc)")
 ./build/fusesim check scenarios/*.yaml
+
+# --- sanitizer and fuzz build (issue 22) -----------------------------------------------------------
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (float-cast-overflow
+# included) with LeakSanitizer, built in build-asan/; any report halts the test it is in (exit 99).
+# With clang-16 (Debian clang-16, libclang-rt-16-dev) the same build holds the libFuzzer targets,
+# each then run briefly (tests/fuzz/README.md); without it, g++ builds the sanitizer suite alone.
+# FUSESIM_SKIP_SANITIZERS=1 skips this block (a quick local run); FUSESIM_FUZZ_SECONDS (default 30
+# per target) sets the fuzz runs' length.
+if [ "${FUSESIM_SKIP_SANITIZERS:-0}" != 1 ]; then
+  t0=$(date +%s)
+  san=(-DFUSESIM_SANITIZE=address,undefined,float-cast-overflow)
+  if command -v clang++-16 >/dev/null 2>&1; then
+    san+=(-DCMAKE_CXX_COMPILER=clang++-16 -DFUSESIM_FUZZ=ON)
+  else
+    echo "fusesim: clang++-16 not installed (Debian packages clang-16 libclang-rt-16-dev): no fuzz targets, sanitizers with g++"
+  fi
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DFUSESIM_GPU=off -DFUSESIM_TRACE=ON "${san[@]}" \
+    >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
+  cmake --build build-asan -j"$(nproc)"
+  export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:exitcode=99:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=99:suppressions=$PWD/tests/sanitizers/ubsan.supp"
+  export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:exitcode=99"
+  (cd build-asan && ctest --output-on-failure -j"$(nproc)" --timeout 1500)
+  ./build-asan/fusesim check scenarios/*.yaml >/dev/null
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+  echo "fusesim: sanitizer build and suite: $(( $(date +%s) - t0 )) s"
+  if [ -x build-asan/fuzz_scenario ]; then
+    t0=$(date +%s)
+    bash tests/fuzz/run_fuzzers.sh build-asan "${FUSESIM_FUZZ_SECONDS:-30}"
+    echo "fusesim: fuzz runs: $(( $(date +%s) - t0 )) s"
+  fi
+fi

@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "hw/hardware.hpp"
+#include "hw/json_limits.hpp"
+#include "hw/numbers.hpp"
 #include "models/afd/timeline.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
@@ -105,6 +107,7 @@ std::string quote_nan_literals(const std::string& text) {
 }
 
 json parse_json_at(const std::string& text, const std::string& file, int line) {
+  hw::check_json_limits(text, {file, line, ""});  // nesting and size, before the parser sees it
   try {
     if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) return json::parse(quote_nan_literals(text));
     return json::parse(text);
@@ -244,7 +247,7 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   for (const auto& k : gemm_ar_knobs(Kind::Integer, Kind::Integer64)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
     if (!is_int_like(obj[k])) throw FileError(file, line, k, fmt::format("expected an integer, got {}", obj[k].dump()));
-    r.params[k] = static_cast<int64_t>(obj[k].get<double>());
+    r.params[k] = hw::to_int(obj[k].get<double>(), {file, line, k});
   }
   for (const auto& k : gemm_ar_knobs(Kind::Name)) {
     if (!obj.contains(k) || obj[k].is_null()) continue;
@@ -260,7 +263,7 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   if (!r.params["pull_blocks"] && obj.contains("env") && obj["env"].is_object() && obj["env"].contains("MORI_GEMM_AR_PULL_BLOCKS")) {
     const auto& v = obj["env"]["MORI_GEMM_AR_PULL_BLOCKS"];
     try {
-      r.params["pull_blocks"] = static_cast<int64_t>(std::stoll(v.is_string() ? v.get<std::string>() : v.dump()));
+      r.params["pull_blocks"] = hw::parse_int(v.is_string() ? v.get<std::string>() : v.dump(), {file, line, "env.MORI_GEMM_AR_PULL_BLOCKS"});
     } catch (const std::exception&) {
       throw FileError(file, line, "env.MORI_GEMM_AR_PULL_BLOCKS", fmt::format("expected an integer, got {}", v.dump()));
     }
@@ -594,21 +597,26 @@ ParseResult parse_result_json_stream(std::istream& in, const std::string& file, 
 // ---------------------------------------------------------------------------------------------
 // AFD transport lines and seed-004 documents
 
-YAML::Node afd_context_from_header(const std::string& header) {
+YAML::Node afd_context_from_header(const std::string& header, const std::string& file, int line) {
   YAML::Node ctx(YAML::NodeType::Map);
+  // Bounded before any pattern runs (std::regex recursed until the stack overflowed on a 40 KB header).
+  constexpr size_t kMaxHeaderBytes = 1024;
+  if (header.size() > kMaxHeaderBytes)
+    throw FileError(file, line, "", fmt::format("a header line of {} bytes is longer than the {} bytes allowed", header.size(), kMaxHeaderBytes));
+  auto count = [&](const std::string& text, const char* key) { return hw::parse_int(text, {file, line, key}, 0, 1 << 30); };
   std::smatch m;
   static const std::regex fa(R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])"), f_a(R"(\b(\d+)f(\d+)a\b)"), a_f(R"(\b(\d+)a(\d+)f\b)"),
       sms(R"(num-sms\s+(\d+))"), hybrid(R"(hybrid\s+(on|off))"), tok(R"(\bT\s*=\s*(\d+))"), path(R"(\b(afd|masked)\s*$)");
   if (std::regex_search(header, m, fa) || std::regex_search(header, m, f_a)) {
-    ctx["ffn_ranks"] = std::stoi(m[1]);
-    ctx["attention_ranks"] = std::stoi(m[2]);
+    ctx["ffn_ranks"] = count(m[1], "ffn_ranks");
+    ctx["attention_ranks"] = count(m[2], "attention_ranks");
   } else if (std::regex_search(header, m, a_f)) {
-    ctx["attention_ranks"] = std::stoi(m[1]);
-    ctx["ffn_ranks"] = std::stoi(m[2]);
+    ctx["attention_ranks"] = count(m[1], "attention_ranks");
+    ctx["ffn_ranks"] = count(m[2], "ffn_ranks");
   }
-  if (std::regex_search(header, m, sms)) ctx["transport_sms"] = std::stoi(m[1]);
+  if (std::regex_search(header, m, sms)) ctx["transport_sms"] = count(m[1], "transport_sms");
   if (std::regex_search(header, m, hybrid)) ctx["hybrid"] = std::string(m[1]);
-  if (std::regex_search(header, m, tok)) ctx["tokens"] = std::stoi(m[1]);
+  if (std::regex_search(header, m, tok)) ctx["tokens"] = count(m[1], "tokens");
   if (std::regex_search(header, m, path)) ctx["path"] = std::string(m[1]);
   return ctx;
 }
@@ -617,7 +625,7 @@ std::vector<Record> records_from_afd_line(const json& obj, const YAML::Node& con
                                           const std::string& file, int line) {
   if (!obj.is_object() || !obj.contains("tokens") || !is_int_like(obj["tokens"]))
     throw FileError(file, line, "tokens", "an AFD line needs an integer \"tokens\"");
-  const int64_t tokens = static_cast<int64_t>(obj["tokens"].get<double>());
+  const int64_t tokens = hw::to_int(obj["tokens"].get<double>(), {file, line, "tokens"}, 1, int64_t(1) << 40);
   std::vector<Record> out;
   for (const char* path : {"afd", "masked"}) {
     if (!obj.contains(path)) continue;
@@ -694,7 +702,7 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file, const 
         continue;
       }
       // "#### 4F:4A num-sms 8" style headers set the AFD context for the lines that follow.
-      const auto c = afd_context_from_header(t);
+      const auto c = afd_context_from_header(t, file, line);
       if (c.size() > 0) {
         ctx = c;
         table = stem_of(file) + ":" + trim(t.substr(t.find_first_not_of('#')));
@@ -778,13 +786,17 @@ struct AfdDoc {
     const std::string first = arr[0].get<std::string>();
     const std::string table = join(keys);
     if (first.rfind("## ", 0) == 0 && first.rfind("###", 0) != 0) {
-      YAML::Node ctx = afd_context_from_header(first);
+      YAML::Node ctx = afd_context_from_header(first, file, line_of(keys, first.substr(0, std::min<size_t>(first.size(), 40))));
       with_default_sms(ctx);
       static const std::regex period(R"(period median\s+([0-9.]+)\s*us)"),
           dev(R"(^\s*dev(\d+)\s+\d+:(\S+)\s+start\s+(-?[0-9.]+)\s+end\s+(-?[0-9.]+)\s+dur\s+(-?[0-9.]+))");
       for (size_t i = 1; i < arr.size(); ++i) {
         if (!arr[i].is_string()) continue;
         const std::string s = arr[i].get<std::string>();
+        const int sline = line_of(keys, s.substr(0, std::min<size_t>(s.size(), 40)));
+        if (s.size() > 4096)  // bounded before the patterns run (std::regex recursion)
+          throw FileError(file, sline, table, fmt::format("a timeline line of {} bytes is longer than the 4096 bytes allowed", s.size()));
+        auto num = [&](const std::string& text, const char* what) { return hw::parse_double(text, {file, sline, table + " " + what}); };
         std::smatch m;
         Record r;
         r.kind = "afd";
@@ -795,7 +807,7 @@ struct AfdDoc {
         if (std::regex_search(s, m, period)) {
           r.model = "afd";
           r.quantity = "period_us";
-          r.value = std::stod(m[1]);
+          r.value = num(m[1], "period");
           r.id = keys.back();
         } else if (std::regex_search(s, m, dev)) {
           // One kernel's duration, predicted by the afd runner's phase "devN/kernel". Fitted at
@@ -805,11 +817,11 @@ struct AfdDoc {
           r.phase = fmt::format("dev{}/{}", m[1].str(), m[2].str());
           if (ctx["tokens"] && ctx["tokens"].as<int>() >= afd::kKernelDurationMinTokens) r.model = "afd";
           r.weight = phase_weight;
-          r.value = std::stod(m[5]);
-          r.extra["device"] = std::stoi(m[1]);
+          r.value = num(m[5], "dur");
+          r.extra["device"] = hw::parse_int(m[1].str(), {file, sline, table + " dev"}, 0, 1 << 20);
           r.extra["kernel"] = m[2].str();
-          r.extra["start_us"] = std::stod(m[3]);
-          r.extra["end_us"] = std::stod(m[4]);
+          r.extra["start_us"] = num(m[3], "start");
+          r.extra["end_us"] = num(m[4], "end");
         } else {
           continue;
         }
@@ -828,7 +840,7 @@ struct AfdDoc {
       const int line = line_of(keys, s.substr(0, std::min<size_t>(s.size(), 30)));
       if (s.empty()) continue;
       if (s[0] == '#') {
-        ctx = afd_context_from_header(s);
+        ctx = afd_context_from_header(s, file, line);
         sub = table + ":" + trim(s.substr(s.find_first_not_of('#')));
         continue;
       }
@@ -852,14 +864,15 @@ struct AfdDoc {
       if (!argv[i].is_string() || !argv[i + 1].is_string()) continue;
       const std::string a = argv[i].get<std::string>(), v = argv[i + 1].get<std::string>();
       try {
-        if (a == "--ffn-ranks") base["ffn_ranks"] = std::stoi(v);
-        else if (a == "--attention-ranks") base["attention_ranks"] = std::stoi(v);
-        else if (a == "--num-sms") base["transport_sms"] = std::stoi(v);
+        const hw::NumberAt at{file, line_of(keys), join(keys) + ".passthrough " + a};
+        if (a == "--ffn-ranks") base["ffn_ranks"] = hw::parse_int(v, at, 0, 1 << 30);
+        else if (a == "--attention-ranks") base["attention_ranks"] = hw::parse_int(v, at, 0, 1 << 30);
+        else if (a == "--num-sms") base["transport_sms"] = hw::parse_int(v, at, 0, 1 << 30);
         else if (a == "--hybrid") base["hybrid"] = v;
-        else if (a == "--hidden") base["hidden"] = std::stoi(v);
+        else if (a == "--hidden") base["hidden"] = hw::parse_int(v, at, 0, 1 << 30);
         else if (a == "--payload") base["payload"] = v;
-      } catch (const std::exception&) {
-        throw FileError(file, line_of(keys), join(keys) + ".passthrough", fmt::format("'{} {}': expected a number", a, v));
+      } catch (const FileError&) {
+        throw FileError(file, line_of(keys), join(keys) + ".passthrough", fmt::format("'{} {}': expected a whole number from 0 to 2^30", a, v.substr(0, 40)));
       }
     }
     with_default_sms(base);
@@ -876,7 +889,7 @@ struct AfdDoc {
         Record r = afd_median_record(file, table);
         r.params = YAML::Clone(base);
         r.params["path"] = masked ? "masked" : "afd";
-        r.params["tokens"] = static_cast<int64_t>(row["tokens"].get<double>());
+        r.params["tokens"] = hw::to_int(row["tokens"].get<double>(), {file, line_of(keys, "\"table\""), fmt::format("{}.table[{}].tokens", table, i)}, 1, int64_t(1) << 40);
         if (!it.value()["median_us"].is_number())
           throw FileError(file, line_of(keys), fmt::format("{}.table[{}].{}.median_us", table, i, arm), "expected a number");
         r.value = it.value()["median_us"].get<double>();
@@ -892,7 +905,7 @@ struct AfdDoc {
   }
 
   void sm_sweep(const json& obj, const std::string& split, const std::vector<std::string>& keys) {
-    YAML::Node ctx = afd_context_from_header(split);
+    YAML::Node ctx = afd_context_from_header(split, file, line_of(keys));
     const std::string table = join(keys);
     for (auto t = obj.begin(); t != obj.end(); ++t) {
       if (!t.value().is_object()) continue;
@@ -902,9 +915,9 @@ struct AfdDoc {
         r.params = YAML::Clone(ctx);
         r.params["path"] = "afd";
         try {
-          r.params["tokens"] = std::stoi(t.key());
-          r.params["transport_sms"] = std::stoi(s.key());
-        } catch (const std::exception&) {
+          r.params["tokens"] = hw::parse_int(t.key(), {file, line_of(keys), table}, 1, 1 << 30);
+          r.params["transport_sms"] = hw::parse_int(s.key(), {file, line_of(keys), table}, 0, 1 << 30);
+        } catch (const FileError&) {
           throw FileError(file, line_of(keys), table, fmt::format("expected numeric tokens / SM keys, got '{}' / '{}'", t.key(), s.key()));
         }
         r.value = s.value().get<double>();
@@ -949,6 +962,7 @@ struct AfdDoc {
 
 ParseResult parse_afd_document(const std::string& text, const std::string& file, double phase_weight) {
   json doc;
+  hw::check_json_limits(text, {file, 0, ""});  // nesting and size, before the parser sees it
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
@@ -963,12 +977,16 @@ ParseResult parse_afd_document(const std::string& text, const std::string& file,
     static const std::regex sms(R"((\d+)\s+transport SMs)"), experts(R"(of\s+(\d+)\s+experts)"),
         split(R"(\((\d+)\s+for\s+(\d+)A:(\d+)F\))");
     const std::string setup = doc["setup"].get<std::string>();
-    if (std::regex_search(setup, m, sms)) d.default_sms = std::stoi(m[1]);
-    if (std::regex_search(setup, m, experts)) d.default_experts = std::stoi(m[1]);
+    if (setup.size() > 4096)  // bounded before the patterns run (std::regex recursion)
+      throw FileError(file, line_at(text, text.find("\"setup\"")), "setup", fmt::format("{} bytes, more than the 4096 allowed", setup.size()));
+    const hw::NumberAt at{file, int(line_at(text, text.find("\"setup\""))), "setup"};
+    auto count = [&](const std::string& t) { return int(hw::parse_int(t, at, 0, 1 << 30)); };
+    if (std::regex_search(setup, m, sms)) d.default_sms = count(m[1]);
+    if (std::regex_search(setup, m, experts)) d.default_experts = count(m[1]);
     if (std::regex_search(setup, m, split)) {
-      d.split_experts = std::stoi(m[1]);
-      d.split_a = std::stoi(m[2]);
-      d.split_f = std::stoi(m[3]);
+      d.split_experts = count(m[1]);
+      d.split_a = count(m[2]);
+      d.split_f = count(m[3]);
     }
   }
   for (auto it = doc.begin(); it != doc.end(); ++it) d.walk(it.value(), {it.key()});

@@ -167,9 +167,10 @@ std::vector<Record> records_from_afd_line(const nlohmann::json& obj, const YAML:
  * Parse a header such as "#### 4F:8A num-sms 16", "#### 4f4a hybrid off", "## 1a3f T=1 afd" into
  * params: ffn_ranks/attention_ranks (from "<F>F:<A>A", "<F>f<A>a" or "<A>a<F>f"), transport_sms
  * ("num-sms N"), hybrid ("hybrid on|off"), tokens ("T=N"), path ("afd"/"masked" as a word).
- * Returns an empty map when nothing is recognised.
+ * Returns an empty map when nothing is recognised. Errors: hw::FileError at `file`:`line` for a
+ * header longer than 1024 bytes or a count that is not a whole number from 0 to 2^30.
  */
-YAML::Node afd_context_from_header(const std::string& header);
+YAML::Node afd_context_from_header(const std::string& header, const std::string& file = "", int line = 0);
 
 /**
  * Parse a seed-004 style JSON document (one object, any nesting) generically into AFD records:

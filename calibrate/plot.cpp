@@ -1,4 +1,5 @@
 #include "calibrate/plot.hpp"
+#include "calibrate/plot_names.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -6,14 +7,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "hw/io.hpp"
+#include "hw/temp_files.hpp"
 
 namespace fusesim::calibrate {
 namespace fs = std::filesystem;
@@ -39,25 +47,19 @@ std::string scalar(const YAML::Node& n) {
   return e.c_str();
 }
 
-std::string safe_name(const std::string& s) {
-  std::string o;
-  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
-  return o.empty() ? "table" : o;
-}
-
 std::string csv_quote(const std::string& s) {
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
 }
 
-std::string gp_quote(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o + "\"";
+/// A name from input as a gnuplot string literal (plot_names.hpp: single-quoted, control characters
+/// replaced), never pasted into the script raw.
+std::string gp_quote(const std::string& s) { return plotnames::gnuplot_literal(s); }
+
+/// DIR/STEM for a stem derived from input: sanitised to a safe set, kept inside DIR.
+std::string output_base(const std::string& dir, const std::string& stem) {
+  return plotnames::path_inside(dir, plotnames::safe_file_stem(stem)).string();
 }
 
 /// Series label: the parameters other than x that vary within the table.
@@ -94,14 +96,63 @@ int run_gnuplot(const std::string& exe, const std::string& script, const std::st
   const int rc = posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
+  hw::set_temp_writer_child(pid);  // a SIGINT/SIGTERM kills it before the temporaries are unlinked
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
+  const pid_t w = waitpid(pid, &status, 0);
+  hw::set_temp_writer_child(0);
+  if (w < 0) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f || !(f << text)) throw std::runtime_error(fmt::format("cannot write '{}'", path));
+void write_text(const std::string& path, const std::string& text) { hw::write_file_atomic(path, text); }
+
+/// A new empty hidden file `.STEM.XXXXXX` beside `final_path`, registered for removal on a signal
+/// from the moment it exists (hw/temp_files.hpp). Errors: std::runtime_error naming the folder.
+std::unique_ptr<hw::ScopedTemp> new_temp_beside(const std::string& final_path) {
+  const fs::path p(final_path);
+  std::string hidden(1, '.');
+  hidden.append(p.filename().string()).append(".XXXXXX");
+  std::string pat = (p.parent_path() / hidden).string();
+  int slot = -1;
+  const int fd = hw::create_registered_temp(pat, slot);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot create a temporary file beside '{}': {}", final_path, std::strerror(errno)));
+  ::close(fd);
+  return std::make_unique<hw::ScopedTemp>(pat, slot);
+}
+
+/// Draw BASE.png and BASE.svg: gnuplot runs `head + outputs(png, svg)` with the images going to
+/// hidden registered temporaries (removed on SIGINT/SIGTERM, hw/temp_files.hpp) that are renamed to
+/// their final names only when gnuplot succeeded, so no 0-byte or partial image is ever left under a
+/// final name. BASE.gp (kept for the user) names the final files. Returns gnuplot's exit status.
+int render_images(const std::string& exe, const std::string& base, const std::string& head,
+                  const std::function<std::string(const std::string&, const std::string&)>& outputs, PlotReport& rep) {
+  write_text(base + ".gp", head + outputs(base + ".png", base + ".svg"));
+  if (!rep.gnuplot_found) return 0;
+  hw::install_temp_cleanup_handlers();
+  const auto png = new_temp_beside(base + ".png"), svg = new_temp_beside(base + ".svg"), script = new_temp_beside(base + ".gp");
+  {
+    std::ofstream f(script->path());
+    if (!f || !(f << head << outputs(png->path(), svg->path())))
+      throw std::runtime_error(fmt::format("cannot write '{}'", script->path()));
+  }
+  const int log_slot = hw::register_temp(base + ".gnuplot.log");  // removed if the run is killed; kept when gnuplot fails
+  const int rc = run_gnuplot(exe, script->path(), base + ".gnuplot.log");
+  hw::forget_temp(log_slot);
+  if (rc != 0) {
+    rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
+    return rc;
+  }
+  for (auto* t : {png.get(), svg.get()}) {
+    const std::string dest = t == png.get() ? base + ".png" : base + ".svg";
+    if (::rename(t->path().c_str(), dest.c_str()) != 0)
+      throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", dest, std::strerror(errno)));
+    t->release();
+  }
+  std::error_code ec;
+  fs::remove(base + ".gnuplot.log", ec);
+  rep.image_files.push_back(base + ".png");
+  rep.image_files.push_back(base + ".svg");
+  return 0;
 }
 
 }  // namespace
@@ -173,7 +224,7 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
         if (vals.size() > 1) varying.push_back(k);
       }
     }
-    const std::string base = (fs::path(opt.dir) / (opt.prefix + safe_name(table))).string();
+    const std::string base = output_base(opt.dir, opt.prefix + table);
     // The table.
     std::ostringstream csv;
     csv << "id,series,x_param,x,phase,measured_us,predicted_us,error_pct,held_out,source\n";
@@ -290,7 +341,7 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
       rep.csv_files.push_back(base + ".curve.csv");
     }
     std::ostringstream gp;
-    gp << "# generated by fusesim: " << table << "\n" << dat.str();
+    gp << "# generated by fusesim: " << plotnames::gnuplot_comment(table) << "\n" << dat.str();
     gp << "set title " << gp_quote(opt.prefix + table) << "\nset ylabel \"time (us)\"\nset grid\nset key below\n";
     if (numeric) {
       gp << "set xlabel " << gp_quote(x) << "\n";
@@ -309,18 +360,10 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
     }
     std::string plot = "plot ";
     for (size_t i = 0; i < plot_cmds.size(); ++i) plot += (i ? ", \\\n     " : "") + plot_cmds[i];
-    gp << "set terminal pngcairo size 1000,700 noenhanced\nset output " << gp_quote(base + ".png") << "\n" << plot << "\n";
-    gp << "set terminal svg size 1000,700 noenhanced\nset output " << gp_quote(base + ".svg") << "\n" << plot << "\nunset output\n";
-    write_text(base + ".gp", gp.str());
-    if (!rep.gnuplot_found) continue;
-    const int rc = run_gnuplot(opt.gnuplot, base + ".gp", base + ".gnuplot.log");
-    if (rc != 0) {
-      rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
-      continue;
-    }
-    fs::remove(base + ".gnuplot.log", ec);
-    rep.image_files.push_back(base + ".png");
-    rep.image_files.push_back(base + ".svg");
+    render_images(opt.gnuplot, base, gp.str(), [&](const std::string& png, const std::string& svg) {
+      return "set terminal pngcairo size 1000,700 noenhanced\nset output " + gp_quote(png) + "\n" + plot + "\n" +
+             "set terminal svg size 1000,700 noenhanced\nset output " + gp_quote(svg) + "\n" + plot + "\nunset output\n";
+    }, rep);
   }
   return rep;
 }
@@ -329,7 +372,7 @@ PlotReport write_timeline_plot(const std::string& dir, const std::string& name, 
                                const std::vector<std::string>& rows, const std::vector<TimelineBar>& bars,
                                const std::string& gnuplot) {
   PlotReport rep;
-  const std::string base = (fs::path(dir) / (safe_name(name) + ".timeline")).string();
+  const std::string base = output_base(dir, name + ".timeline");
   std::ostringstream csv;
   csv << "row,kernel,start_us,end_us,duration_us\n";
   std::vector<std::string> kernels;  // legend order: first seen
@@ -341,7 +384,7 @@ PlotReport write_timeline_plot(const std::string& dir, const std::string& name, 
   rep.csv_files.push_back(base + ".csv");
   // One data block per kernel name (its legend entry); y = row index from the top.
   std::ostringstream gp;
-  gp << "# generated by fusesim: timeline " << name << "\n";
+  gp << "# generated by fusesim: timeline " << plotnames::gnuplot_comment(name) << "\n";
   for (size_t k = 0; k < kernels.size(); ++k) {
     gp << "$K" << k << " << EOD\n";
     for (const auto& b : bars) {
@@ -361,23 +404,12 @@ PlotReport write_timeline_plot(const std::string& dir, const std::string& name, 
   for (size_t k = 0; k < kernels.size(); ++k)
     plot += fmt::format("{}$K{} using 1:2:3:4 with boxxyerror lc {} title {}", k ? ", \\\n     " : "", k, k + 1, gp_quote(kernels[k]));
   const int height = 160 + 40 * int(rows.size());
-  gp << "set terminal pngcairo size 1200," << height << " noenhanced\nset output " << gp_quote(base + ".png") << "\n" << plot << "\n";
-  gp << "set terminal svg size 1200," << height << " noenhanced\nset output " << gp_quote(base + ".svg") << "\n" << plot << "\nunset output\n";
-  write_text(base + ".gp", gp.str());
   rep.gnuplot_found = find_in_path(gnuplot);
-  if (!rep.gnuplot_found) {
-    rep.messages.push_back("gnuplot not found in PATH: wrote " + base + ".csv and " + base + ".gp only");
-    return rep;
-  }
-  const int rc = run_gnuplot(gnuplot, base + ".gp", base + ".gnuplot.log");
-  if (rc != 0) {
-    rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
-    return rep;
-  }
-  std::error_code ec;
-  fs::remove(base + ".gnuplot.log", ec);
-  rep.image_files.push_back(base + ".png");
-  rep.image_files.push_back(base + ".svg");
+  if (!rep.gnuplot_found) rep.messages.push_back("gnuplot not found in PATH: wrote " + base + ".csv and " + base + ".gp only");
+  render_images(gnuplot, base, gp.str(), [&](const std::string& png, const std::string& svg) {
+    return fmt::format("set terminal pngcairo size 1200,{} noenhanced\nset output {}\n{}\n", height, gp_quote(png), plot) +
+           fmt::format("set terminal svg size 1200,{} noenhanced\nset output {}\n{}\nunset output\n", height, gp_quote(svg), plot);
+  }, rep);
   return rep;
 }
 

@@ -27,6 +27,7 @@
 #include "calibrate/commands.hpp"
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
+#include "cli/ci_outputs.hpp"
 #include "hw/io.hpp"
 #include "models/gemm_ar/breakeven.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
@@ -37,6 +38,7 @@
 #include "scenario/sweep.hpp"
 #include "scenario/tune.hpp"
 #include "calibrate/tune_plot.hpp"
+#include "sim/event_budget.hpp"
 #include "sim/trace.hpp"
 
 
@@ -46,7 +48,29 @@ namespace {
 struct RunArgs {
   std::vector<std::string> scenarios;
   std::string format = "table", trace, only, out;
+  uint64_t max_cases = scenario::LoadOptions{}.max_cases;
+  uint64_t max_events = 0;  // set from kDefaultMaxEvents
 };
+
+/// Default --max-events: callbacks one case's simulation may run before it is ended with an error.
+/// Far above any scenario's case here (the largest runs a few million), low enough that a
+/// pathological input ends within minutes instead of hanging.
+constexpr uint64_t kDefaultMaxEvents = 1000000000;
+
+/// --max-cases and --max-events of run and check.
+void add_limit_options(CLI::App* cmd, uint64_t& max_cases, uint64_t& max_events) {
+  max_events = kDefaultMaxEvents;
+  cmd->add_option("--max-cases", max_cases, "refuse a scenario whose cases and sweeps expand to more than N cases (counted before expanding)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 62))
+      ->capture_default_str();
+  cmd->add_option("--max-events", max_events, "end a case whose simulation runs more than N callbacks, with an error")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 62))
+      ->capture_default_str();
+}
+
+/// JSON text for the user: invalid UTF-8 from an input file (a name, a note) is replaced by U+FFFD
+/// rather than failing the whole output with the JSON library's message.
+std::string json_text(const nlohmann::json& j, int indent) { return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 /// A Gantt chart per case of `sc` with a measured AFD timeline (calibrate::write_timeline_plot into
 /// `dir`): per device, the measured kernels above the predicted ones (`res`: run_scenario's result).
@@ -343,6 +367,7 @@ void register_all(CLI::App& app) {
   run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE");
   run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
   run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
+  add_limit_options(run, run_args->max_cases, run_args->max_events);
   run->callback([run_args] {
     // A bad destination is refused before the (possibly long) run.
     std::vector<hw::OutputFile> outputs;
@@ -353,7 +378,8 @@ void register_all(CLI::App& app) {
                                               run_args->scenarios.size(), fmt::join(run_args->scenarios, ", ")));
     refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
-    auto sc = scenario::load(run_args->scenarios.at(0));
+    sim::set_default_event_budget(run_args->max_events);
+    auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases});
     refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
@@ -363,7 +389,7 @@ void register_all(CLI::App& app) {
     opt.only = run_args->only;
     if (!run_args->trace.empty()) opt.trace = &trace;
     const auto res = scenario::run(sc, hw, opt);
-    std::string text = run_args->format == "json" ? res.dump(2) + "\n"
+    std::string text = run_args->format == "json" ? json_text(res, 2) + "\n"
                        : run_args->format == "csv" ? scenario::format_csv(res)
                                                    : scenario::format_table(res);
     // Both outputs or neither: a failure to write one leaves the other file as it was.
@@ -374,22 +400,57 @@ void register_all(CLI::App& app) {
 
   auto check_args = std::make_shared<std::vector<std::string>>();
   auto check_plot = std::make_shared<std::string>();
+  struct CheckCi {
+    std::string junit, baseline, save;
+    double threshold_pct = 1.0;
+    uint64_t max_cases = scenario::LoadOptions{}.max_cases, max_events = 0;
+  };
+  auto ci = std::make_shared<CheckCi>();
   auto* check = app.add_subcommand("check", "run scenarios; exit non-zero when any measured case misses its stated tolerance");
   check->add_option("scenarios", *check_args, "scenario YAML files (one that cannot be read is reported and the others still checked)")->required();
   check->add_option("--plot", *check_plot,
                     "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR (an existing "
                     "directory, or a new one whose parent folder exists)");
-  check->callback([check, check_args, check_plot] {
+  check->add_option("--junit", ci->junit, "also write a JUnit XML report to FILE (one test case per measured point)");
+  check->add_option("--baseline", ci->baseline,
+                    "compare every prediction with a stored run (OLD.json: `run --format json` output, or --save-predictions'); "
+                    "exit 2 when any moved by more than --threshold-pct");
+  check->add_option("--threshold-pct", ci->threshold_pct, "how far a prediction may move from --baseline's, in percent")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  check->add_option("--save-predictions", ci->save, "write every case's prediction to FILE (a baseline for a later --baseline)");
+  add_limit_options(check, ci->max_cases, ci->max_events);
+  check->callback([check, check_args, check_plot, ci] {
     // An empty --plot is a mistake (e.g. an unset shell variable), not "no plots": refused, not ignored.
     if (check->count("--plot") > 0) check_plot_dir(*check_plot);  // before any scenario runs
+    if (check->count("--threshold-pct") > 0 && ci->baseline.empty())
+      throw std::invalid_argument("--threshold-pct is --baseline's threshold: give --baseline OLD.json too");
+    // The baseline and the destinations are checked before any scenario runs.
+    nlohmann::json baseline;
+    if (!ci->baseline.empty()) {
+      std::ifstream in(ci->baseline);
+      if (!in) throw std::runtime_error(fmt::format("--baseline {}: cannot open: {}", ci->baseline, std::strerror(errno)));
+      baseline = nlohmann::json::parse(in, nullptr, false);
+      if (baseline.is_discarded()) throw std::runtime_error(fmt::format("--baseline {}: not a JSON document", ci->baseline));
+    }
+    std::vector<hw::OutputFile> ci_outputs;
+    if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
+    if (!ci->save.empty()) ci_outputs.push_back({ci->save, "", "--save-predictions"});
+    for (const auto& path : *check_args) refuse_overwriting_input(ci_outputs, path, "scenario file");
+    hw::check_output_files(ci_outputs);
+    sim::set_default_event_budget(ci->max_events);
+    std::vector<JunitFile> junit_files;
+    std::vector<std::pair<std::string, nlohmann::json>> results;
     int bad = 0, compared = 0, unreadable = 0;
     std::vector<std::pair<std::string, int>> model_bad;  // a model's failures beyond the cases (what, how many)
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
       try {
-        auto sc = scenario::load(path);
+        auto sc = scenario::load(path, {ci->max_cases});
         auto hw = scenario::load_hardware(sc);
         auto res = scenario::run(sc, hw);
+        junit_files.push_back({path, res, ""});
+        results.push_back({path, res});
         int here = 0, now_passing = 0;
         for (const auto& c : res["cases"]) {
           if (c["within_tolerance"].is_null()) continue;
@@ -456,6 +517,7 @@ void register_all(CLI::App& app) {
         ++unreadable;
         std::fflush(stdout);
         fmt::print(stderr, "fusesim: error: {}\n", e.what());
+        junit_files.push_back({path, nullptr, e.what()});
         fmt::print("ERROR {}: not checked (bad input, see the error above)\n", path);
       }
     }
@@ -463,6 +525,22 @@ void register_all(CLI::App& app) {
     std::string failed;
     if (bad) failed = fmt::format("{} of {} compared cases outside tolerance or known misses now within it", bad, compared);
     for (const auto& [what, n] : model_bad) failed += fmt::format("{}{} {}", failed.empty() ? "" : "; ", n, what);
+    if (!ci->baseline.empty()) {
+      std::vector<nlohmann::json> runs;
+      for (const auto& r : results) runs.push_back(r.second);
+      const BaselineDiff d = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline);
+      for (const auto& m : d.moved)
+        fmt::print("MOVED {} {}: predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)\n", m.scenario, m.id, m.new_us, m.old_us,
+                   m.change_pct, ci->threshold_pct);
+      fmt::print("baseline {}: {} predictions compared, {} moved by more than {:g}%, {} cases not in the baseline\n", ci->baseline, d.compared,
+                 d.moved.size(), ci->threshold_pct, d.not_in_baseline.size());
+      if (!d.moved.empty())
+        failed += fmt::format("{}{} predictions moved by more than {:g}% since {}", failed.empty() ? "" : "; ", d.moved.size(), ci->threshold_pct,
+                              ci->baseline);
+    }
+    for (auto& o : ci_outputs)
+      o.text = o.option == "--junit" ? junit_xml(junit_files) : json_text(predictions_document(results), 1) + "\n";
+    if (!ci_outputs.empty()) hw::write_outputs_atomic(ci_outputs);
     if (unreadable) {
       fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + failed);
       throw CLI::RuntimeError(1);

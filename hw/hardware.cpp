@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <cerrno>
 #include <set>
 #include <sstream>
 
@@ -89,23 +89,42 @@ FileError::FileError(const std::string& file, int line, const std::string& key, 
                                      key.empty() ? "" : "'" + key + "': ", what)) {}
 
 void reject_extra_documents(const std::string& path, const std::string& what) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAllFromFile(path);
-  } catch (const YAML::Exception& e) {
-    throw FileError(path, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
-  }
-  for (size_t i = 1; i < docs.size(); ++i) {
-    if (!docs[i] || docs[i].IsNull()) continue;  // an empty document ignores nothing
-    // Point at the `---` that opens it: the last one at or before its first node.
-    const int first = docs[i].Mark().line >= 0 ? docs[i].Mark().line + 1 : 0;
-    int line = first;
-    std::ifstream in(path);
-    std::string text;
-    for (int n = 1; std::getline(in, text) && n <= first; ++n)
-      if (text.rfind("---", 0) == 0 && (text.size() == 3 || text[3] == ' ' || text[3] == '\t' || text[3] == '\r')) line = n;
+  // A line scan, not YAML::LoadAllFromFile: Debian's yaml-cpp 0.7 loops until memory runs out on a
+  // 3-byte file `{},` there (issue 22). A document marker (`---` at the start of a line, alone or
+  // followed by a blank) after content, or content after a `...` end marker, opens a second
+  // document; one holding only blanks and comments is empty and ignored, as before.
+  std::ifstream in(path);
+  std::string text;
+  auto marker = [](const std::string& t, const char* m) {
+    return t.rfind(m, 0) == 0 && (t.size() == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '\r');
+  };
+  auto has_content = [](const std::string& t, size_t from) {
+    const size_t i = t.find_first_not_of(" \t\r", from);
+    return i != std::string::npos && t[i] != '#';
+  };
+  auto refuse = [&](int line) {
     throw FileError(path, line, "",
                     fmt::format("a second YAML document starts here: a {} holds one document (the rest would be ignored)", what));
+  };
+  bool content = false;  // the first document has content
+  bool ended = false;    // a `...` end marker closed the first document
+  int later = 0;         // line of the last `---` that opened a later document (0: none yet)
+  for (int n = 1; std::getline(in, text); ++n) {
+    if (marker(text, "---")) {
+      if (later == 0 && !content && !ended) {  // the first document's own (optional) start marker
+        content = has_content(text, 3);
+        continue;
+      }
+      later = n;
+      if (has_content(text, 3)) refuse(n);
+      continue;
+    }
+    if (marker(text, "...")) { ended = true; continue; }
+    if (!has_content(text, 0)) continue;                        // blank or comment
+    if (text[0] == '%' && (ended || later || !content)) continue;  // a directive before a document
+    if (later) refuse(later);
+    if (ended) refuse(n);
+    content = true;
   }
 }
 
@@ -143,17 +162,48 @@ std::string expected_units(Quantity q) {
 }  // namespace
 
 double parse_quantity(Quantity q, const std::string& text) {
-  static const std::regex re(R"(^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re))
-    throw std::invalid_argument(fmt::format("'{}' is not a {} (expected {})", text, quantity_name(q), expected_units(q)));
-  double num;
-  try {
-    num = std::stod(m[1].str());
-  } catch (const std::out_of_range&) {
-    throw std::invalid_argument(fmt::format("'{}': the number is out of the range of a double", text));
+  // A hand scanner of `[ws] [+-] (D+[.D*] | .D+) [(e|E)[+-]D+] [ws] [letters] [ws]`, not std::regex
+  // (whose recursive matcher overflowed the stack on a 40 KB quantity, issue 22); 256 bytes at most.
+  constexpr size_t kMaxQuantityBytes = 256;
+  if (text.size() > kMaxQuantityBytes)
+    throw std::invalid_argument(fmt::format("a quantity of {} bytes (starting '{}...') is longer than the {} bytes allowed", text.size(),
+                                            text.substr(0, 32), kMaxQuantityBytes));
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n && space(text[i])) ++i;
+  const size_t num_begin = i;
+  if (i < n && (text[i] == '+' || text[i] == '-')) ++i;
+  size_t int_digits = 0, frac_digits = 0;
+  while (i < n && digit(text[i])) ++i, ++int_digits;
+  if (i < n && text[i] == '.') {
+    ++i;
+    while (i < n && digit(text[i])) ++i, ++frac_digits;
   }
-  const std::string unit = m[2].str();
+  bool ok = int_digits > 0 || frac_digits > 0;
+  if (ok && i < n && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < n && (text[j] == '+' || text[j] == '-')) ++j;
+    size_t exp_digits = 0;
+    while (j < n && digit(text[j])) ++j, ++exp_digits;
+    if (exp_digits > 0) i = j;  // else the 'e' starts the unit (as the pattern read it)
+  }
+  const size_t num_end = i;
+  while (i < n && space(text[i])) ++i;
+  const size_t unit_begin = i;
+  while (i < n && alpha(text[i])) ++i;
+  const size_t unit_end = i;
+  while (i < n && space(text[i])) ++i;
+  ok = ok && i == n;
+  if (!ok) throw std::invalid_argument(fmt::format("'{}' is not a {} (expected {})", text, quantity_name(q), expected_units(q)));
+  errno = 0;
+  const std::string digits = text.substr(num_begin, num_end - num_begin);
+  const double num = std::strtod(digits.c_str(), nullptr);
+  if (errno == ERANGE)
+    throw std::invalid_argument(fmt::format("'{}': the number is out of the range of a double", text));
+  const std::string unit = text.substr(unit_begin, unit_end - unit_begin);
   const auto& units = units_for(q);
   if (units.empty()) {
     if (!unit.empty())

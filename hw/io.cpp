@@ -1,4 +1,5 @@
 #include "hw/io.hpp"
+#include "hw/temp_files.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <vector>
 #include <stdexcept>
@@ -46,6 +48,37 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what, const
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, 0, "", fmt::format("is a directory, expected a {}", what));
   std::ifstream in(path);
   if (!in) throw FileError(path, 0, "", fmt::format("cannot open {}: {}", what, std::strerror(errno)));
+  // Flow nesting ([ and {) bounded before yaml-cpp's recursive parser sees it: thousands of levels
+  // overflowed its stack. Quoted text and comments are skipped; the parser checks everything else.
+  {
+    constexpr int kMaxFlowDepth = 64;
+    std::string text;
+    int depth = 0, n = 0;
+    while (std::getline(in, text)) {
+      ++n;
+      char quote = 0;
+      for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quote) {
+          if (quote == '"' && c == '\\') ++i;
+          else if (c == quote) quote = 0;
+        } else if (c == '"' || c == '\'') {
+          if (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '[' || text[i - 1] == '{' || text[i - 1] == ',' ||
+              text[i - 1] == ':')
+            quote = c;
+        } else if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+          break;
+        } else if (c == '[' || c == '{') {
+          if (++depth > kMaxFlowDepth)
+            throw FileError(path, n, "", fmt::format("YAML nested more than {} levels deep in [ ] or {{ }}: refused, not parsed", kMaxFlowDepth));
+        } else if ((c == ']' || c == '}') && depth > 0) {
+          --depth;
+        }
+      }
+    }
+    in.clear();
+    in.seekg(0);
+  }
   YAML::Node root;
   try {
     root = YAML::Load(in);
@@ -175,14 +208,32 @@ fs::path destination(const std::string& p) {
   return fs::is_symlink(p, ec) ? resolved(p) : fs::path(p);
 }
 
-/// A new file with a unique name `base.XXXXXX` in base's folder; returns its descriptor (-1 on failure).
+/// Registry slots (hw/temp_files.hpp) of the temporaries make_temp created and not yet untracked.
+std::map<std::string, int>& temp_slots() {
+  static std::map<std::string, int> m;
+  return m;
+}
+
+/// A new hidden file with a unique name `.NAME.XXXXXX` in base's folder (NAME: base's file name),
+/// registered for removal on SIGINT/SIGTERM until untrack_temp(); returns its descriptor (-1 on
+/// failure).
 int make_temp(const fs::path& base, std::string& name) {
-  std::string pattern = base.string() + ".XXXXXX";
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  const int fd = ::mkstemp(buf.data());
-  name = fd >= 0 ? std::string(buf.data()) : std::string();
+  std::string hidden(1, '.');  // (not "." + name: GCC 12's -Wrestrict false positive)
+  hidden.append(base.filename().string()).append(".XXXXXX");
+  std::string pattern = (base.parent_path() / hidden).string();
+  int slot = -1;
+  const int fd = create_registered_temp(pattern, slot);  // no signal between creating and registering
+  name = fd >= 0 ? pattern : std::string();
+  if (fd >= 0) temp_slots()[name] = slot;
   return fd;
+}
+
+/// The temporary `name` was renamed or unlinked: no longer removed on a signal.
+void untrack_temp(const std::string& name) {
+  auto it = temp_slots().find(name);
+  if (it == temp_slots().end()) return;
+  forget_temp(it->second);
+  temp_slots().erase(it);
 }
 
 }  // namespace
@@ -229,6 +280,8 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
   write_outputs_atomic(out);
 }
 
+// The temporaries are hidden (.F.XXXXXX) and registered with hw/temp_files.hpp, so a SIGINT,
+// SIGTERM or SIGHUP while writing removes them (io.hpp's F.XXXXXX is now .F.XXXXXX).
 void write_outputs_atomic(const std::vector<OutputFile>& files) {
   check_output_files(files);
   const mode_t mask = ::umask(0);
@@ -237,7 +290,7 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
   std::vector<std::string> tmps;
   auto drop = [&](const std::vector<std::string>& names) {
     for (const auto& t : names)
-      if (!t.empty()) ::unlink(t.c_str());
+      if (!t.empty()) { ::unlink(t.c_str()); untrack_temp(t); }
   };
   // 1. Every text into its own temporary file beside its destination.
   for (const auto& f : files) {
@@ -278,16 +331,17 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
       ::close(fd);
       ::unlink(name.c_str());
       if (::link(dests[i].c_str(), name.c_str()) == 0) { backups[i] = name; break; }
+      untrack_temp(name);
       if (errno != EEXIST) break;
     }
   }
   // 3. Rename into place; on a failure, undo the renames already done.
   for (size_t i = 0; i < files.size(); ++i) {
-    if (::rename(tmps[i].c_str(), dests[i].c_str()) == 0) continue;
+    if (::rename(tmps[i].c_str(), dests[i].c_str()) == 0) { untrack_temp(tmps[i]); continue; }
     const std::string why = std::strerror(errno);
     std::vector<std::string> kept;  // replaced files that could not be put back
     for (size_t j = 0; j < i; ++j) {
-      if (!backups[j].empty() && ::rename(backups[j].c_str(), dests[j].c_str()) == 0) continue;
+      if (!backups[j].empty() && ::rename(backups[j].c_str(), dests[j].c_str()) == 0) { untrack_temp(backups[j]); continue; }
       if (!existed[j]) ::unlink(dests[j].c_str());
       else kept.push_back(files[j].path);
     }

@@ -121,7 +121,7 @@ const std::map<std::string, std::pair<const models::ModelSpec*, std::string>>& s
 }  // namespace
 
 // A function-try-block: a yaml-cpp conversion error this loader does not check for itself still names the file and line.
-models::Scenario load(const std::string& path) try {
+models::Scenario load(const std::string& path, const LoadOptions& opt) try {
   models::Scenario sc;
   sc.path = path;
   const YAML::Node root = load_scenario_root(path);
@@ -161,6 +161,32 @@ models::Scenario load(const std::string& path) try {
   if (defaults && !defaults.IsMap()) throw FileError(path, hw::yaml_line(defaults), "defaults", "expected a mapping of params");
   if (!root["cases"].IsSequence()) throw FileError(path, hw::yaml_line(root["cases"]), "cases", "expected a list of cases");
   if (root["cases"].size() == 0) throw FileError(path, hw::yaml_line(root["cases"]), "cases", "is empty (expected at least one case)");
+  // Count the cases every sweep expands to before expanding any (a few lists can multiply to
+  // millions of points, each a copy of the parameters): refused over opt.max_cases, with the count.
+  {
+    uint64_t total = 0;
+    int first_line = 0;
+    std::string first_key;
+    for (size_t ci = 0; ci < root["cases"].size(); ++ci) {
+      const YAML::Node cnode = root["cases"][ci];
+      uint64_t n = 1;
+      if (cnode.IsMap() && cnode["sweep"] && cnode["sweep"].IsMap())
+        for (auto it = cnode["sweep"].begin(); it != cnode["sweep"].end(); ++it) {
+          const uint64_t k = it->second.IsSequence() ? std::max<uint64_t>(it->second.size(), 1) : 1;
+          n = n > UINT64_C(1) << 62 || k > UINT64_C(1) << 62 || n * k > UINT64_C(1) << 62 ? UINT64_C(1) << 62 : n * k;
+        }
+      if (n > 1 && first_key.empty()) {
+        first_line = hw::yaml_line(cnode["sweep"]);
+        first_key = cnode["id"] && cnode["id"].IsScalar() ? "cases[" + cnode["id"].Scalar() + "].sweep" : fmt::format("cases[{}].sweep", ci);
+      }
+      total = std::min<uint64_t>(total + n, UINT64_C(1) << 62);
+    }
+    if (total > opt.max_cases)
+      throw FileError(path, first_line, first_key,
+                      fmt::format("the cases and sweeps expand to {}{} cases, more than the limit of {} (nothing was run; pass "
+                                  "--max-cases N to allow more)",
+                                  total >= UINT64_C(1) << 62 ? "over " : "", total, opt.max_cases));
+  }
   std::set<std::string> ids;
   // Keys in messages: cases[ID].field, or cases[INDEX].field (0-based) while the case has no usable id.
   for (size_t ci = 0; ci < root["cases"].size(); ++ci) {

@@ -3,12 +3,20 @@
 // handed to it (ModelSpec::scenario_sections, check_scenario).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "hw/hardware.hpp"
 #include "models/model.hpp"
 
 namespace fusesim::scenario {
+
+/// Limits of load().
+struct LoadOptions {
+  /// Most cases the file may expand to (every case's sweep product, summed), counted before any
+  /// sweep is expanded; more is a FileError with the count (the CLI's --max-cases). Default 10^6.
+  uint64_t max_cases = 1000000;
+};
 
 /**
  * Load a scenario file:
@@ -39,9 +47,9 @@ namespace fusesim::scenario {
  * entry that is not a device index, ends before it starts or is listed twice; a section of another
  * model ("only the ttft model fits a layer count"), and what the scenario's model refuses in its
  * sections (ModelSpec::check_scenario). Keys are written cases[ID].field (cases[INDEX].field, from 0,
- * for a case without a usable id).
+ * for a case without a usable id); more cases than opt.max_cases (counted before expanding).
  */
-models::Scenario load(const std::string& path);
+models::Scenario load(const std::string& path, const LoadOptions& opt = {});
 
 /// Load the scenario's hardware file (resolved by load()) against the builtin registry.
 hw::Hardware load_hardware(const models::Scenario& sc);

@@ -95,7 +95,7 @@ std::string format_csv(const nlohmann::json& r) {
     o << fmt::format("{},{:.3f},{},{},{},{},{}{},{}\n", quoted(c["id"].get<std::string>()), c["predicted_us"].get<double>(),
                      c["measured_us"].is_null() ? "" : fmt::format("{:.3f}", c["measured_us"].get<double>()),
                      c["error_pct"].is_null() ? "" : fmt::format("{:.3f}", c["error_pct"].get<double>()),
-                     quoted(c.contains("params") ? c["params"].dump() : "{}"), quoted(ph), model_cells,
+                     quoted(c.contains("params") ? c["params"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}"), quoted(ph), model_cells,
                      c.contains("tolerance_pct") && c["tolerance_pct"].is_number() ? fmt::format("{:g}", c["tolerance_pct"].get<double>()) : "",
                      c.contains("source") && c["source"].is_string() ? quoted(c["source"].get<std::string>()) : "");
   }

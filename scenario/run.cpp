@@ -75,6 +75,12 @@ nlohmann::json run(const models::Scenario& sc, const hw::Hardware& hw, const Run
       // A lookup the hardware file cannot serve for this case (e.g. a GEMM shape its measured table
       // lacks): named at the case, with the table's own message.
       throw FileError(sc.path, c.line, "cases[" + c.id + "]", std::string("cannot run this case: ") + e.what());
+    } catch (const FileError&) {
+      throw;
+    } catch (const std::runtime_error& e) {
+      // The simulation's own limits (its event budget, a simulated time past SystemC's clock): named
+      // at the case that hit them.
+      throw FileError(sc.path, c.line, "cases[" + c.id + "]", std::string("cannot run this case: ") + e.what());
     }
   };
   const std::function<bool(const Case&)> selected = [&](const Case& c) {

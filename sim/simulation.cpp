@@ -1,5 +1,8 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/simulation.hpp"
+#include "sim/event_budget.hpp"
+
+#include <atomic>
 
 #include <algorithm>
 #include <cmath>
@@ -64,7 +67,15 @@ struct Simulation::Impl {
   bool ran_once = false;
 };
 
+namespace {
+std::atomic<uint64_t> g_default_budget{0};
+}  // namespace
+
+void set_default_event_budget(uint64_t max_events) { g_default_budget.store(max_events); }
+uint64_t default_event_budget() { return g_default_budget.load(); }
+
 Simulation::Simulation() : impl_(std::make_unique<Impl>()) {
+  budget_ = g_default_budget.load();
   quiet_systemc_once();
   impl_->ctx = std::make_unique<sc_core::sc_simcontext>();
   ContextScope scope(impl_->ctx.get());

@@ -15,6 +15,12 @@ set -u
 OUT_DIR=${1:?usage: run_all_probes.sh OUT_DIR [COMMIT] [--smoke-gemm-ar]}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 COMMIT=${2:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
+# The commit is pasted into a C string macro (-DFUSESIM_GIT_COMMIT) and every result line: only a
+# safe character set is accepted (a hash, a tag, "unknown"), never quotes, spaces or newlines.
+if ! [[ "$COMMIT" =~ ^[A-Za-z0-9._+-]{1,64}$ ]]; then
+  echo "run_all_probes.sh: COMMIT must be 1-64 characters of [A-Za-z0-9._+-] (a git hash or tag); got $(printf %q "$COMMIT")" >&2
+  exit 2
+fi
 SMOKE=0
 for a in "$@"; do [ "$a" = "--smoke-gemm-ar" ] && SMOKE=1; done
 BUILD=${FUSESIM_GPU_BUILD:-$REPO/build-gpu}

@@ -264,7 +264,10 @@ LiveResult simulate_gemm_ar_live(const hw::Hardware& hw, const LiveConfig& c, si
       auto per_peer = std::make_shared<std::vector<std::function<void()>>>(ws);
       for (int p = 0; p < ws; ++p) (*per_peer)[p] = hw::Join::after(per_slice, [&, p] { received[p](); });
       auto next = std::make_shared<std::function<void(size_t)>>();
-      *next = [&, r, order, next, band_rows, band_bytes, per_peer](size_t i) {
+      // The function reaches itself through a weak pointer (a strong one would be a cycle: every
+      // overlapped case leaked it); the callbacks in flight hold it strongly until the last band.
+      *next = [&, r, order, self = std::weak_ptr<std::function<void(size_t)>>(next), band_rows, band_bytes, per_peer](size_t i) {
+        const auto next = self.lock();
         if (i == order->size()) {
           mark(r, "gemm", 0);
           t_gemm_end[r] = sim.now();

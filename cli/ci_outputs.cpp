@@ -1,0 +1,166 @@
+#include "cli/ci_outputs.hpp"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace fusesim::cli {
+namespace {
+
+/// `s` as XML text/attribute content: &<>"' escaped, control characters (other than tab, newline,
+/// carriage return) replaced by '?', invalid UTF-8 sequences by U+FFFD.
+std::string xml(const std::string& s) {
+  std::string o;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '&': o += "&amp;"; break;
+        case '<': o += "&lt;"; break;
+        case '>': o += "&gt;"; break;
+        case '"': o += "&quot;"; break;
+        case '\'': o += "&apos;"; break;
+        default: o += (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f ? '?' : char(c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: lead byte, then 1-3 continuation bytes; anything else is replaced.
+    const int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    bool ok = len > 0 && i + size_t(len) <= s.size();
+    for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + size_t(k)]) & 0xc0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xc2;                                                   // overlong
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);                       // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (ok) {
+      o.append(s, i, size_t(len));
+      i += size_t(len);
+    } else {
+      o += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  return o;
+}
+
+std::string text_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string junit_xml(const std::vector<JunitFile>& files) {
+  std::string body;
+  size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+  for (const auto& f : files) {
+    size_t t = 0, fl = 0, er = 0, sk = 0;
+    std::string cases;
+    if (f.result.is_null()) {
+      t = er = 1;
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n      <error message=\"{}\" type=\"bad input\"/>\n    </testcase>\n",
+                           xml(f.path), xml("(not checked)"), xml(f.error));
+    } else {
+      const std::string cls = text_of(f.result, "scenario");
+      for (const auto& c : f.result["cases"]) {
+        if (!c.contains("within_tolerance") || c["within_tolerance"].is_null()) continue;
+        ++t;
+        const bool ok = c["within_tolerance"].get<bool>();
+        const std::string id = text_of(c, "id");
+        const double pred = c["predicted_us"].get<double>(), meas = c["measured_us"].get<double>();
+        const double err = c["error_pct"].get<double>(), tol = c["tolerance_pct"].get<double>();
+        const std::string detail = fmt::format("predicted {:.3f} us, measured {:.3f} us, error {:+.2f}%, tolerance {:.1f}%", pred, meas, err, tol);
+        cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n", xml(cls), xml(id));
+        if (c.contains("known_miss")) {
+          const std::string why = text_of(c, "known_miss");
+          if (ok) {
+            ++fl;
+            cases += fmt::format("      <failure message=\"{}\" type=\"known miss now within tolerance\">{}</failure>\n",
+                                 xml("marked known_miss but now within tolerance: " + detail), xml(why));
+          } else {
+            ++sk;
+            cases += fmt::format("      <skipped message=\"{}\"/>\n", xml("known miss: " + why + " (" + detail + ")"));
+          }
+        } else if (!ok) {
+          ++fl;
+          cases += fmt::format("      <failure message=\"{}\" type=\"outside tolerance\">predicted_us={:.6g}\nmeasured_us={:.6g}\nerror_pct={:.4f}\ntolerance_pct={:.4g}\nsource={}</failure>\n",
+                               xml(detail), pred, meas, err, tol, xml(text_of(c, "source")));
+        }
+        cases += "    </testcase>\n";
+      }
+    }
+    tests += t;
+    failures += fl;
+    errors += er;
+    skipped += sk;
+    body += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"0\">\n{}  </testsuite>\n",
+                        xml(f.path), t, fl, er, sk, cases);
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"fusesim check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
+                     "skipped=\"{}\" time=\"0\">\n{}</testsuites>\n",
+                     tests, failures, errors, skipped, body);
+}
+
+nlohmann::json predictions_document(const std::vector<std::pair<std::string, nlohmann::json>>& path_and_result) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& [path, res] : path_and_result) {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& c : res["cases"]) cases.push_back({{"id", c["id"]}, {"predicted_us", c["predicted_us"]}});
+    runs.push_back({{"scenario", res["scenario"]}, {"file", path}, {"cases", cases}});
+  }
+  return {{"fusesim_predictions", 1}, {"runs", runs}};
+}
+
+BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
+                              const std::string& baseline_name) {
+  const nlohmann::json* list = nullptr;
+  nlohmann::json one = nlohmann::json::array();
+  if (baseline.is_object() && baseline.contains("runs") && baseline["runs"].is_array()) list = &baseline["runs"];
+  else if (baseline.is_array()) list = &baseline;
+  else if (baseline.is_object() && baseline.contains("scenario") && baseline.contains("cases")) {
+    one.push_back(baseline);
+    list = &one;
+  } else {
+    throw std::invalid_argument(fmt::format("--baseline {}: expected the JSON of `fusesim run --format json`, an array of them, or "
+                                            "the file `fusesim check --save-predictions` writes",
+                                            baseline_name));
+  }
+  std::map<std::pair<std::string, std::string>, double> old;
+  for (size_t r = 0; r < list->size(); ++r) {
+    const auto& run = (*list)[r];
+    if (!run.is_object() || !run.contains("scenario") || !run["scenario"].is_string() || !run.contains("cases") || !run["cases"].is_array())
+      throw std::invalid_argument(fmt::format("--baseline {}: run {} has no scenario name and cases list", baseline_name, r));
+    for (const auto& c : run["cases"]) {
+      if (!c.is_object() || !c.contains("id") || !c["id"].is_string() || !c.contains("predicted_us") || !c["predicted_us"].is_number())
+        throw std::invalid_argument(fmt::format("--baseline {}: a case of scenario '{}' has no id and numeric predicted_us", baseline_name,
+                                                run["scenario"].get<std::string>()));
+      old[{run["scenario"].get<std::string>(), c["id"].get<std::string>()}] = c["predicted_us"].get<double>();
+    }
+  }
+  BaselineDiff d;
+  for (const auto& res : runs) {
+    const std::string sc = text_of(res, "scenario");
+    for (const auto& c : res["cases"]) {
+      const std::string id = text_of(c, "id");
+      const auto it = old.find({sc, id});
+      if (it == old.end()) {
+        d.not_in_baseline.push_back(sc + " " + id);
+        continue;
+      }
+      ++d.compared;
+      const double now = c["predicted_us"].get<double>(), was = it->second;
+      const double change = was != 0 ? (now - was) / std::fabs(was) * 100 : (now == 0 ? 0.0 : INFINITY);
+      if (std::fabs(change) > threshold_pct) d.moved.push_back({sc, id, was, now, change});
+    }
+  }
+  return d;
+}
+
+}  // namespace fusesim::cli

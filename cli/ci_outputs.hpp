@@ -1,0 +1,59 @@
+// `fusesim check`'s outputs for CI systems: JUnit XML (one test case per measured point) and a
+// comparison of predictions with a stored run (the regression a model change causes).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fusesim::cli {
+
+/// One scenario file's part of a JUnit report: `result` is scenario::run()'s JSON (null when the
+/// file could not be checked; `error` then says why).
+struct JunitFile {
+  std::string path;
+  nlohmann::json result;
+  std::string error;
+};
+
+/**
+ * JUnit XML (the element and attribute set of the schema in tests/cli/junit.xsd): one <testsuite>
+ * per file (name: the file's path), one <testcase> per case with a measured value (classname: the
+ * scenario's name, name: the case id). A case outside its tolerance gets a <failure> whose message
+ * gives predicted, measured, error and tolerance; a known miss still outside it is <skipped> with
+ * its reason; a known miss now within tolerance is a <failure> (check fails it too); a file that
+ * could not be checked is one test case with an <error>. Text is XML-escaped, control characters
+ * other than tab/newline replaced, invalid UTF-8 replaced by U+FFFD.
+ */
+std::string junit_xml(const std::vector<JunitFile>& files);
+
+/// One prediction that moved since the baseline.
+struct Moved {
+  std::string scenario, id;
+  double old_us = 0, new_us = 0, change_pct = 0;
+};
+
+/// What compare_baseline found.
+struct BaselineDiff {
+  std::vector<Moved> moved;               ///< |change| > threshold, in run order
+  std::vector<std::string> not_in_baseline;  ///< "scenario case" of cases the baseline lacks
+  size_t compared = 0;                    ///< cases found in both
+};
+
+/**
+ * Compare every case's predicted_us in `runs` (scenario::run() results) with the same scenario
+ * name's and case id's in `baseline`: a `run --format json` result, an array of them, or the
+ * {"fusesim_predictions": 1, "runs": [...]} that `check --save-predictions` writes. A case moved
+ * when |new - old| / |old| x 100 > threshold_pct (old == 0: when new != 0).
+ * Errors: std::invalid_argument naming `baseline_name` when the document has none of those shapes
+ * or a case lacks a numeric predicted_us.
+ */
+BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
+                              const std::string& baseline_name);
+
+/// The document `check --save-predictions FILE` writes: {"fusesim_predictions": 1, "runs": [...]}
+/// with, per run, its scenario name, file and each case's id and predicted_us.
+nlohmann::json predictions_document(const std::vector<std::pair<std::string, nlohmann::json>>& path_and_result);
+
+}  // namespace fusesim::cli

@@ -1,0 +1,35 @@
+// The one checked number parser for input files (issue 22): text or a JSON/YAML double to a number
+// with every failure a hw::FileError naming the file, line and key and what was expected, never a
+// std::stoi/stod/bad-cast message, and every conversion to an integer range-checked (a double such
+// as 1e300 cast to int64_t is undefined behaviour; the release build made it INT64_MIN).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fusesim::hw {
+
+/// Where a number comes from, for the error: file, line (0: unknown) and key ("" for none).
+struct NumberAt {
+  std::string file;
+  int line = 0;
+  std::string key;
+};
+
+/// Most bytes a number's text may have (longer: an error, so no 40 KB digit string is parsed).
+inline constexpr size_t kMaxNumberText = 64;
+
+/// A whole number in [lo, hi] from its decimal text (optional sign, digits; surrounding blanks
+/// allowed). Errors: FileError at `at` saying what was expected and the text (shortened).
+int64_t parse_int(std::string_view text, const NumberAt& at, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+
+/// A finite number from its text (what strtod reads, all of it; blanks allowed around).
+/// Errors: FileError at `at` for no number, trailing text, overflow or a non-finite value.
+double parse_double(std::string_view text, const NumberAt& at);
+
+/// `v` as a whole number in [lo, hi]: refused (FileError at `at`) when not finite, not whole or
+/// out of the range, so no cast is ever out of int64_t's range.
+int64_t to_int(double v, const NumberAt& at, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+
+}  // namespace fusesim::hw

@@ -1,0 +1,440 @@
+// Untrusted input stays harmless (issue 22): names that try to run commands through gnuplot or the
+// probe script, names that try to leave the output folder, parser bombs (long quantities, long
+// headers, deep nesting, huge numbers, `{},`), unbounded sweeps and simulations, invalid UTF-8, and
+// interrupted runs. Each gives a clean error (file and line named) quickly or is handled safely.
+// Also check's CI outputs: JUnit XML validated against tests/cli/junit.xsd, and --baseline.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/measurements.hpp"
+#include "calibrate/plot_names.hpp"
+#include "hw/hardware.hpp"
+#include "hw/numbers.hpp"
+#include "tests/test_util.hpp"
+
+using namespace fusesim;
+using namespace fusesim::test;
+namespace fs = std::filesystem;
+
+extern "C" char** environ;
+
+namespace {
+
+const std::string kBin = FUSESIM_BIN;
+
+struct Ran {
+  int rc = -1;
+  std::string out;  ///< stdout and stderr together
+  double seconds = 0;
+};
+
+/// Run `sh -c CMD` (stdout and stderr captured together) from the source folder.
+Ran sh(const std::string& cmd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Ran r;
+  FILE* p = ::popen(("cd '" + kRoot + "' && (" + cmd + ") 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+/// A fresh, empty folder for one test.
+fs::path fresh_dir() {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path d = fs::path(::testing::TempDir()) / ("hostile_" + std::string(t->name()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+/// Every regular file under `d` (recursively), as paths relative to `d`.
+std::vector<std::string> files_under(const fs::path& d) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (!e.is_directory()) v.push_back(fs::relative(e.path(), d).string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string qp(const fs::path& p) { return "'" + p.string() + "'"; }
+
+}  // namespace
+
+// --- 1. names never reach a shell or a script unescaped ------------------------------------------
+
+TEST(PlotNames, GnuplotLiteralsAndFileStemsAreSafe) {
+  using namespace fusesim::plotnames;
+  EXPECT_EQ(gnuplot_literal("a'b\n!touch X"), "'a''b?!touch X'");
+  EXPECT_EQ(gnuplot_literal("`touch X` @M"), "'`touch X` @M'");  // single quotes: no substitution
+  EXPECT_EQ(gnuplot_comment("x\\\n!touch X"), "x??!touch X");
+  EXPECT_EQ(safe_file_stem("../../x"), "_._.._x");
+  EXPECT_EQ(safe_file_stem("a/b\n!touch c"), "a_b__touch_c");
+  EXPECT_EQ(safe_file_stem(""), "unnamed");
+  EXPECT_EQ(safe_file_stem(std::string(1000, 'a')).size(), 150u);
+  EXPECT_THROW(path_inside("/tmp/d", "../x"), std::invalid_argument);
+  EXPECT_THROW(path_inside("/tmp/d", ".."), std::invalid_argument);
+  EXPECT_EQ(path_inside("/tmp/d", "x.png").string(), "/tmp/d/x.png");
+}
+
+// Case ids holding a newline + `!touch FILE` (gnuplot's shell escape) and a backquoted command
+// (gnuplot's substitution in double quotes), a scenario named `../../x` and ids with `..`: check
+// --plot runs no command and writes nothing outside its folder (both happened before the fix).
+TEST(HostileNames, CheckPlotRunsNoCommandAndStaysInItsFolder) {
+  const fs::path d = fresh_dir();
+  fs::create_directories(d / "a" / "b" / "out");
+  std::ofstream(d / "a" / "b" / "evil.yaml") << "scenario: evil\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+      << "  - id: \"x\\n!touch PWNED\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+      << "    measured: [{at: {m: 4096}, value_us: 100, source: \"s\\n!touch PWNED3\"}, {at: {m: 8192}, value_us: 200, source: t}]\n"
+      << "    tolerance_pct: 1000\n"
+      << "  - id: \"y`touch PWNED2`\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
+      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 1000\n";
+  std::ofstream(d / "a" / "b" / "trav.yaml") << "scenario: ../../x\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+      << "  - id: \"..\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
+      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 1000\n";
+  // From inside a/b (gnuplot runs there too), plots into a/b/out/plots.
+  const Ran r = sh("cd " + qp(d / "a" / "b") + " && " + kBin + " check evil.yaml trav.yaml --plot out/plots");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  for (const auto& f : files_under(d)) {
+    EXPECT_TRUE(f.rfind("a/b/out/plots/", 0) == 0 || f == "a/b/evil.yaml" || f == "a/b/trav.yaml") << "written outside the folder: " << f;
+  }
+  for (const char* s : {"PWNED", "PWNED2", "PWNED3"}) EXPECT_FALSE(fs::exists(d / "a" / "b" / s)) << "a command ran: " << s;
+  const auto files = files_under(d / "a" / "b" / "out" / "plots");
+  EXPECT_GE(files.size(), 6u) << r.out;
+  for (const auto& f : files) {
+    EXPECT_EQ(f.find('/'), std::string::npos) << f;
+    EXPECT_NE(f[0], '.') << f;
+    if (f.size() > 3 && f.substr(f.size() - 3) == ".gp") {
+      std::ifstream in(d / "a" / "b" / "out" / "plots" / f);
+      std::string line;
+      while (std::getline(in, line)) {
+        EXPECT_NE(line.rfind('!', 0), 0u) << f << ": " << line;
+        EXPECT_EQ(line.find("\"y`"), std::string::npos) << f << ": " << line;
+      }
+    }
+  }
+}
+
+// The probe script pastes the commit into a C macro: only a safe character set is accepted, checked
+// before anything is created or built.
+TEST(HostileNames, ProbeScriptRefusesAHostileCommit) {
+  const fs::path d = fresh_dir();
+  for (const std::string commit : {"x\"\n!touch " + (d / "PWNED").string(), std::string("../../x"), std::string("a\" ; touch PWNED ; \"")}) {
+    const Ran r = sh("bash hw/kernels/run_all_probes.sh " + qp(d / "out") + " '" + commit + "'");
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_TRUE(has(r.out, "COMMIT must be 1-64 characters of [A-Za-z0-9._+-]")) << r.out;
+    EXPECT_FALSE(fs::exists(d / "out")) << commit;
+    EXPECT_FALSE(fs::exists(d / "PWNED"));
+  }
+}
+
+// --- 2. parsers that cannot be driven into a crash ------------------------------------------------
+
+// A 40 KB quantity in a hardware file (std::regex recursed until the stack overflowed).
+TEST(HostileParsers, LongQuantityInAHardwareFileIsAnErrorAtItsLine) {
+  const fs::path d = fresh_dir();
+  std::ifstream in(kRoot + "/hw/h200-2gpu.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), {}), out;
+  // Replace the first quantity value with 40 KB of digits.
+  const auto pos = text.find("value: ");
+  ASSERT_NE(pos, std::string::npos);
+  const auto end = text.find_first_of(",}\n", pos);
+  text = text.substr(0, pos + 7) + "1" + std::string(40000, '0') + " GBps" + text.substr(end);
+  // Beside the checkout's measured tables (named ../calibrate/data/... from hw/).
+  fs::create_directories(d / "hw");
+  fs::create_directory_symlink(kRoot + "/calibrate", d / "calibrate");
+  std::ofstream(d / "hw" / "hw.yaml") << text;
+  const Ran r = sh(kBin + " params " + qp(d / "hw" / "hw.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out.substr(0, 2000);
+  EXPECT_TRUE(has(r.out, "hw.yaml:")) << r.out.substr(0, 2000);
+  EXPECT_TRUE(has(r.out, "longer than the 256 bytes allowed")) << r.out.substr(0, 2000);
+  EXPECT_LT(r.seconds, 5);
+  EXPECT_DOUBLE_EQ(hw::parse_quantity(hw::Quantity::Bandwidth, " 1.5e3 GBps "), 1.5e12);
+  EXPECT_DOUBLE_EQ(hw::parse_quantity(hw::Quantity::Bandwidth, "2 GBps"), 2e9);
+  EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, "1e GBps"), std::invalid_argument);
+  EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, "1e999 GBps"), std::invalid_argument);
+  EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, ". GBps"), std::invalid_argument);
+}
+
+// `{},` made yaml-cpp's LoadAllFromFile loop until memory ran out: a clean error at once.
+TEST(HostileParsers, BraceCommaFileIsAnErrorNotAHang) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "s.yaml") << "{},";
+  for (const std::string cmd : {"run", "params"}) {
+    const Ran r = sh("timeout 20 " + kBin + " " + cmd + " " + qp(d / "s.yaml"));
+    EXPECT_EQ(r.rc, 1) << cmd << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "s.yaml")) << r.out;
+    EXPECT_LT(r.seconds, 5) << cmd;
+  }
+  // A real second document is still refused at its `---`; an empty one is not.
+  std::ofstream(d / "two.yaml") << "scenario: a\n---\nscenario: b\n";
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::reject_extra_documents((d / "two.yaml").string(), "scenario file"); }), "two.yaml:2:"));
+  std::ofstream(d / "one.yaml") << "---\nscenario: a\n---\n# nothing\n";
+  EXPECT_NO_THROW(hw::reject_extra_documents((d / "one.yaml").string(), "scenario file"));
+}
+
+// YAML nested thousands deep in flow style is refused before yaml-cpp's recursive parser sees it.
+TEST(HostileParsers, DeeplyNestedYamlIsRefused) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "deep.yaml") << "scenario: " << std::string(5000, '[') << std::string(5000, ']') << "\n";
+  const Ran r = sh(kBin + " run " + qp(d / "deep.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "deep.yaml:1: YAML nested more than 64 levels")) << r.out;
+}
+
+// A 40 KB header in an AFD JSON-lines file, JSON nested 5000 deep, a number too long for stoi and a
+// token count of 1e300: each an error naming the file, line and (where one) the key.
+TEST(HostileParsers, AfdLinesBombsAreErrorsNamingFileAndLine) {
+  const fs::path d = fresh_dir();
+  auto parse = [&](const std::string& name, const std::string& text) {
+    std::ofstream(d / name) << text;
+    return error_of<hw::FileError>([&] { calibrate::parse_measurement_file((d / name).string()); });
+  };
+  std::string e = parse("h.jsonl", "#### 4F:8A " + std::string(40000, ' ') + "x\n{\"tokens\": 1, \"afd\": [83.1, 0, 0]}\n");
+  EXPECT_TRUE(has(e, "h.jsonl:1:") && has(e, "longer than the 1024 bytes allowed")) << e;
+  e = parse("n.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": " + std::string(5000, '[') + std::string(5000, ']') + "}\n");
+  EXPECT_TRUE(has(e, "n.jsonl:2:") && has(e, "nested more than 64 levels")) << e;
+  e = parse("i.jsonl", "#### 4F:8A num-sms 99999999999999999999\n{\"tokens\": 1, \"afd\": [83.1, 0, 0]}\n");
+  EXPECT_TRUE(has(e, "i.jsonl:1: 'transport_sms': expected a whole number from 0 to 1073741824")) << e;
+  e = parse("t.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": 1e300, \"afd\": [83.1, 0, 0]}\n");
+  EXPECT_TRUE(has(e, "t.jsonl:2: 'tokens': expected a whole number from 1 to")) << e;
+}
+
+// A seed-004-style document nested thousands deep (1.6 GB and a stack overflow before).
+TEST(HostileParsers, DeepSeedDocumentIsRefused) {
+  const std::string text = "{\"setup\": \"x\", \"a\": " + std::string(5000, '[') + std::string(5000, ']') + "}";
+  const std::string e = error_of<hw::FileError>([&] { calibrate::parse_afd_document(text, "seed.json"); });
+  EXPECT_TRUE(has(e, "seed.json") && has(e, "nested more than 64 levels")) << e;
+  const std::string e2 = error_of<hw::FileError>([&] { calibrate::parse_afd_document("{\"setup\": \"" + std::string(5000, 'x') + "\"}", "s.json"); });
+  EXPECT_TRUE(has(e2, "s.json:1: 'setup': 5000 bytes")) << e2;
+}
+
+// The one number helper: errors name file, line and key; no cast out of range.
+TEST(HostileParsers, NumberHelperNamesFileLineAndKey) {
+  const hw::NumberAt at{"f.json", 7, "m"};
+  EXPECT_EQ(hw::parse_int(" 42 ", at), 42);
+  EXPECT_EQ(hw::parse_int("-9223372036854775808", at), INT64_MIN);
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::parse_int("9223372036854775808", at); }), "f.json:7: 'm': expected a whole number, got '9223372036854775808' (out of range)"));
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::parse_int("12x", at, 0, 10); }), "expected a whole number from 0 to 10, got '12x'"));
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::parse_int(std::string(40000, '1'), at); }), "(40000 bytes)"));
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::to_int(1e300, at); }), "f.json:7: 'm': expected a whole number, got 1.0000000000000001e+300"));
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::to_int(9223372036854775808.0, at); }), "expected a whole number"));
+  EXPECT_EQ(hw::to_int(-9223372036854775808.0, at), INT64_MIN);
+  EXPECT_THROW(hw::to_int(1.5, at), hw::FileError);
+  EXPECT_DOUBLE_EQ(hw::parse_double("2.5e3", at), 2500);
+  EXPECT_THROW(hw::parse_double("1e999", at), hw::FileError);
+  EXPECT_THROW(hw::parse_double("nan", at), hw::FileError);
+}
+
+// Invalid UTF-8 in a scenario's text: `run --format json` writes it replaced, not the JSON library's error.
+TEST(HostileParsers, InvalidUtf8InAScenarioStillGivesJson) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "u.yaml") << "scenario: u\xff\xfe\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                              << "  - id: \"a\xc3\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n";
+  const Ran r = sh(kBin + " run " + qp(d / "u.yaml") + " --format json");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "\"scenario\": \"u\xef\xbf\xbd\xef\xbf\xbd\"")) << r.out.substr(0, 400);
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out.substr(0, 400);
+  const Ran csv = sh(kBin + " run " + qp(d / "u.yaml") + " --format csv");
+  EXPECT_EQ(csv.rc, 0) << csv.out;
+}
+
+// --- 5. bounded work ------------------------------------------------------------------------------
+
+TEST(BoundedWork, AHugeSweepIsRefusedWithItsCountBeforeExpanding) {
+  const fs::path d = fresh_dir();
+  std::string list = "[";
+  for (int i = 1; i <= 1000; ++i) list += (i > 1 ? "," : "") + std::to_string(i * 16);
+  list += "]";
+  std::ofstream(d / "big.yaml") << "scenario: big\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                << "  - id: a\n    params: {mode: gemm-only, k: 2048}\n    sweep: {m: " << list << ", n: " << list
+                                << ", chunks: [1, 2]}\n";
+  const Ran r = sh(kBin + " run " + qp(d / "big.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "big.yaml:7: 'cases[a].sweep': the cases and sweeps expand to 2000000 cases, more than the limit of 1000000")) << r.out;
+  EXPECT_TRUE(has(r.out, "--max-cases")) << r.out;
+  EXPECT_LT(r.seconds, 10);
+  // The limit is the user's: a small one refuses a real scenario, counted the same way.
+  const Ran s = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --max-cases 5");
+  EXPECT_EQ(s.rc, 1) << s.out;
+  EXPECT_TRUE(has(s.out, "more than the limit of 5")) << s.out;
+}
+
+TEST(BoundedWork, AnEventBudgetEndsACaseWithAClearError) {
+  const Ran r = sh(kBin + " run scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --only headline/fused-sdma/m=16384 --max-events 50");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "mi355x-dsv4-pro-wo_b-tp8.yaml:")) << r.out;
+  EXPECT_TRUE(has(r.out, "'cases[headline/fused-sdma/m=16384]': cannot run this case: simulation stopped: event budget of 50 callbacks spent")) << r.out;
+}
+
+// --- 6. interruption leaves nothing ---------------------------------------------------------------
+
+namespace {
+/// Start `argv` (from the source folder, output to /dev/null); returns its pid.
+pid_t start(const std::vector<std::string>& args) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> a = args;
+  std::vector<char*> argv;
+  for (auto& s : a) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const std::string cwd = fs::current_path().string();
+  fs::current_path(kRoot);
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  fs::current_path(cwd);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+/// Kill `pid` with `sig` once `ready()` holds (or after `max_s`), and reap it; returns its status.
+template <class Ready>
+int kill_when(pid_t pid, int sig, Ready&& ready, double max_s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int st = 0;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < max_s && !ready()) {
+    if (::waitpid(pid, &st, WNOHANG) == pid) return st;  // ended by itself
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(pid, sig);
+  ::waitpid(pid, &st, 0);
+  return st;
+}
+
+bool any_hidden_temp(const fs::path& d) {
+  for (const auto& e : fs::directory_iterator(d))
+    if (e.path().filename().string().rfind('.', 0) == 0) return true;
+  return false;
+}
+}  // namespace
+
+// A run writing a large trace, killed (SIGTERM, SIGINT) while its temporary exists, leaves no
+// temporary and no partial output; the signal still ends it (status: killed by that signal).
+TEST(Interruption, AKilledRunLeavesNoTemporary) {
+  const fs::path d = fresh_dir();
+  int killed_while_writing = 0;
+  for (int sig : {SIGTERM, SIGINT}) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const pid_t pid = start({kBin, "run", "scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml", "--only", "headline", "--trace",
+                               (d / "t.json").string(), "--out", (d / "o.txt").string()});
+      ASSERT_GT(pid, 0);
+      const int st = kill_when(pid, sig, [&] { return any_hidden_temp(d); }, 60);
+      const bool had_temp = WIFSIGNALED(st);
+      if (had_temp) {
+        ++killed_while_writing;
+        EXPECT_EQ(WTERMSIG(st), sig);
+      }
+      EXPECT_FALSE(any_hidden_temp(d)) << "a temporary was left behind";
+      // Outputs are all or nothing: the trace and the table appear together or not at all.
+      EXPECT_EQ(fs::exists(d / "t.json"), fs::exists(d / "o.txt"));
+      fs::remove(d / "t.json");
+      fs::remove(d / "o.txt");
+    }
+  }
+  EXPECT_GT(killed_while_writing, 0) << "no run was killed while its temporary existed: the test did not test";
+}
+
+// check --plot killed while gnuplot draws: no temporary, no 0-byte or partial image under a final name.
+TEST(Interruption, AKilledPlotLeavesNoPartialImage) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
+  const fs::path d = fresh_dir();
+  int killed = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    fs::remove_all(d / "p");
+    const pid_t pid = start({kBin, "check", "scenarios/h200x4-afd-timelines.yaml", "--plot", (d / "p").string()});
+    ASSERT_GT(pid, 0);
+    const int st = kill_when(pid, SIGTERM, [&] { return fs::exists(d / "p") && any_hidden_temp(d / "p"); }, 60);
+    killed += WIFSIGNALED(st);
+    if (!fs::exists(d / "p")) continue;
+    EXPECT_FALSE(any_hidden_temp(d / "p"));
+    for (const auto& e : fs::directory_iterator(d / "p")) {
+      const auto ext = e.path().extension();
+      if (ext == ".png" || ext == ".svg") EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
+    }
+  }
+  EXPECT_GT(killed, 0) << "no run was killed while gnuplot drew: the test did not test";
+}
+
+// --- 7. CI outputs --------------------------------------------------------------------------------
+
+// One test case per measured point; failures carry predicted, measured, error and tolerance; the file
+// validates against the JUnit schema (tests/cli/junit.xsd).
+TEST(CiOutputs, JunitValidatesAndNamesTheFailure) {
+  if (std::system("command -v xmllint >/dev/null 2>&1") != 0) GTEST_SKIP() << "xmllint not installed (Debian package libxml2-utils)";
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "miss.yaml") << "scenario: \"miss <&>\"\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                 << "  - id: \"a\xff\"\n    params: {mode: gemm-only, m: 16384, n: 7168, k: 2048}\n"
+                                 << "    measured: {value_us: 100, source: test}\n";
+  const Ran r = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml " + qp(d / "miss.yaml") + " " + qp(d / "nope.yaml") +
+                   " --junit " + qp(d / "j.xml"));
+  EXPECT_EQ(r.rc, 1) << r.out;  // the missing file is bad input
+  const Ran v = sh("xmllint --noout --schema tests/cli/junit.xsd " + qp(d / "j.xml"));
+  EXPECT_EQ(v.rc, 0) << v.out;
+  const std::string x = read_file((d / "j.xml").string());
+  EXPECT_TRUE(has(x, "<testsuite name=\"scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml\" tests=\"36\" failures=\"0\"")) << x.substr(0, 600);
+  EXPECT_TRUE(has(x, "classname=\"miss &lt;&amp;&gt;\" name=\"a\xef\xbf\xbd\"")) << x;
+  EXPECT_TRUE(has(x, "<failure message=\"predicted ")) << x;
+  EXPECT_TRUE(has(x, "measured 100.000 us, error ")) << x;
+  EXPECT_TRUE(has(x, "tolerance 10.0%\" type=\"outside tolerance\">")) << x;
+  EXPECT_TRUE(has(x, "<error message=\"")) << x;
+  // A broken file is caught by the schema check (the test can fail).
+  std::ofstream(d / "bad.xml") << "<testsuites><testsuite name=\"x\" tests=\"1\"><testcase/></testsuite></testsuites>\n";
+  EXPECT_NE(sh("xmllint --noout --schema tests/cli/junit.xsd " + qp(d / "bad.xml")).rc, 0);
+}
+
+// --baseline flags a prediction that moved by more than the threshold (exit 2), and passes an
+// unchanged one.
+TEST(CiOutputs, BaselineFlagsAChangedPrediction) {
+  const fs::path d = fresh_dir();
+  const std::string sc = "scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml";
+  Ran r = sh(kBin + " check " + sc + " --save-predictions " + qp(d / "base.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = sh(kBin + " check " + sc + " --baseline " + qp(d / "base.json"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "predictions compared, 0 moved by more than 1%")) << r.out;
+  // Move one stored prediction by 5%: flagged with its id at a 1% threshold, not at 10%.
+  auto j = nlohmann::json::parse(read_file((d / "base.json").string()));
+  auto& c = j["runs"][0]["cases"][1];
+  const std::string id = c["id"];
+  c["predicted_us"] = c["predicted_us"].get<double>() / 1.05;
+  std::ofstream(d / "moved.json") << j.dump();
+  r = sh(kBin + " check " + sc + " --baseline " + qp(d / "moved.json"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "MOVED mi355x-dsv4-pro-wo_b-tp8 " + id + ": predicted ")) << r.out;
+  EXPECT_TRUE(has(r.out, "(+5.000%, threshold 1%)")) << r.out;
+  EXPECT_TRUE(has(r.out, "1 predictions moved by more than 1%")) << r.out;
+  r = sh(kBin + " check " + sc + " --baseline " + qp(d / "moved.json") + " --threshold-pct 10");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  // `run --format json` output is a baseline too.
+  ASSERT_EQ(sh(kBin + " run " + sc + " --format json --out " + qp(d / "run.json")).rc, 0);
+  r = sh(kBin + " check " + sc + " --baseline " + qp(d / "run.json"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, " predictions compared, 0 moved")) << r.out;
+  std::ofstream(d / "junk.json") << "[1, 2]";
+  r = sh(kBin + " check " + sc + " --baseline " + qp(d / "junk.json"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "junk.json: run 0 has no scenario name")) << r.out;
+}

@@ -1,0 +1,35 @@
+// libFuzzer target: a Kineto/PyTorch profiler trace through `fusesim trace analyze` and
+// `trace whatif --window all` (reader, analysis, replay on the engine), in-process. The first byte
+// picks the command.
+#include <cstdint>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "calibrate/trace/whatif.hpp"
+#include "sim/event_budget.hpp"
+#include "tests/fuzz/fuzz_util.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string path = fusesim::fuzz::input_file(data + 1, size - 1, ".json");
+  std::vector<std::string> args = data[0] % 2 ? std::vector<std::string>{"trace", "whatif", path, "--window", "all", "--comm-stream"}
+                                              : std::vector<std::string>{"trace", "analyze", path};
+  fusesim::sim::set_default_event_budget(2000000);
+  CLI::App app{"fusesim"};
+  fusesim::trace::register_trace_commands(app, {});
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  std::ostringstream sink;
+  auto* old_out = std::cout.rdbuf(sink.rdbuf());
+  auto* old_err = std::cerr.rdbuf(sink.rdbuf());
+  try {
+    app.parse(args);
+  } catch (const std::exception&) {
+  }
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return 0;
+}
