@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models/collective/collective.hpp"
 #include "scenario/load.hpp"
 #include "scenario/run.hpp"
@@ -108,4 +110,29 @@ TEST_F(ComponentsAllReduce, LsaRunsOneStageOnlyAtTheSmallestM) {
   };
   EXPECT_EQ(stages(64), 1);
   for (int64_t m : {128, 512, 16384}) EXPECT_EQ(stages(m), 2) << m;
+}
+
+TEST_F(ComponentsAllReduce, EveryConfigurationRunsAndTheLegsComposeTheAllReduce) {
+  // Issue 17: unpadded M from 64, bf16 and fp8 wire, world sizes 2, 4, 8, the two legs alone.
+  auto t = [](const std::string& params) {
+    return models::run_collective_case(*hw_, YAML::Load("{" + params + "}"), nullptr)["predicted_us"].get<double>();
+  };
+  for (const char* b : {"sdma", "lsa", "aiter", "rccl"})
+    for (int ws : {2, 4, 8})
+      for (const char* dt : {"bf16", "fp8"})
+        for (int64_t m : {64, 1000, 16384}) {
+          const std::string p = fmt::format("backend: {}, world_size: {}, dtype: {}, m: {}", b, ws, dt, m);
+          const double ar = t(p);
+          EXPECT_TRUE(std::isfinite(ar) && ar > 0) << p;
+          if (std::string(b) == "aiter") continue;  // all-reduce only
+          const double rs = t(p + ", op: reduce-scatter"), ag = t(p + ", op: all-gather");
+          EXPECT_LT(rs, ar) << p;
+          EXPECT_LT(ag, ar) << p;
+          // SDMA: the all-reduce is its scatter + reduce (the reduce-scatter) followed by its gather
+          // (the all-gather), each alone on an idle node.
+          if (std::string(b) == "sdma") EXPECT_NEAR(rs + ag, ar, 1e-6 * ar) << p;
+        }
+  // The fp8 wire moves about half the bytes: faster at M=16384 on every backend.
+  for (const char* b : {"sdma", "lsa", "aiter", "rccl"})
+    EXPECT_LT(t(fmt::format("backend: {}, m: 16384, dtype: fp8", b)), t(fmt::format("backend: {}, m: 16384", b))) << b;
 }
