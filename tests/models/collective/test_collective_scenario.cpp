@@ -136,3 +136,14 @@ TEST_F(ComponentsAllReduce, EveryConfigurationRunsAndTheLegsComposeTheAllReduce)
   for (const char* b : {"sdma", "lsa", "aiter", "rccl"})
     EXPECT_LT(t(fmt::format("backend: {}, m: 16384, dtype: fp8", b)), t(fmt::format("backend: {}, m: 16384", b))) << b;
 }
+
+TEST_F(ComponentsAllReduce, ATensorBeyondTheHbmIsRefusedNamingM) {
+  // 288 GB per GPU: [10^8, 7168] bf16 is 1.4 TB.
+  try {
+    models::run_collective_case(*hw_, YAML::Load("{backend: sdma, m: 100000000}"), nullptr);
+    FAIL() << "accepted";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "m");
+    EXPECT_NE(std::string(e.what()).find("GiB of HBM per GPU"), std::string::npos) << e.what();
+  }
+}
