@@ -68,7 +68,7 @@ TEST(Registry, ListsEveryModelOnceWithItsSpec) {
     EXPECT_TRUE(s->hardware && s->case_parameters && s->run) << s->name;
     EXPECT_EQ(models::find_spec(s->name), s);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gemm_ar", "gemm_ar_live", "h200_probe", "afd", "ttft"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm_ar", "gemm_ar_live", "h200_probe", "afd", "ttft", "collective"}));
   EXPECT_EQ(models::find_spec("nope"), nullptr);
 }
 
