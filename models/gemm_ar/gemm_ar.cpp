@@ -60,7 +60,6 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::mxfp8_tile_fixed, ParamDecl{"gemm.mxfp8_tile_fixed", Quantity::Time, 0, 10 * us, "mxfp8: time a wave adds per tile it holds (BLOCK_M x 256)"}),
       hw::required(&GemmArHw::remote_store_rate, ParamDecl{"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"}),
       hw::required(&GemmArHw::row_wave_efficiency, ParamDecl{"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0, "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"}),
-      hw::optional(&GemmArHw::conversion_fixed, ParamDecl{"reduce.conversion_fixed", Quantity::Time, 0, 200 * us, "fixed time of an fp8-wire conversion kernel (quantize, dequantize, reduce+quantize) beyond its launch: grid setup and the per-row scale pass"}, 0.0),
       hw::required(&GemmArHw::band_sync, ParamDecl{"reduce.band_sync", Quantity::Time, 0, 200 * us, "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"}),
       hw::required(&GemmArHw::device_submit, hw::vocab::device_submit()),
       hw::required(&GemmArHw::submit_cost_per_outstanding, hw::vocab::submit_cost_per_outstanding()),
@@ -597,20 +596,17 @@ class Call {
       // One kernel, one wave per row (a per-row amax): reads ws slices, writes e4m3 + row scales.
       const double bytes = ws_ * slice_ + slice_ / 2 + kScale * slice_rows_;
       n_.stream_kernel(r, "reduce+quantize", bytes, [this, r] { phase(r, "reduce+quantize"); gather(r); },
-                       n_.h.row_wave_efficiency, n_.h.conversion_fixed, window_reads(), bytes - ws_ * slice_);
+                       n_.h.row_wave_efficiency, 0, window_reads(), bytes - ws_ * slice_);
       return;
     }
     n_.stream_kernel(r, "reduce", reduce_bytes, [this, r, fp8] {
       phase(r, "reduce");
       if (!fp8) return gather(r);
       const double qbytes = slice_ + slice_ / 2 + kScale * slice_rows_;
-      // A conversion kernel of the fp8 wire: a launch, its fixed cost (reduce.conversion_fixed), then
-      // its bytes (seed 000: "the two conversion kernels were a fixed cost against a transfer that
-      // shrinks with M").
       n_.stream_kernel(r, "quantize", qbytes, [this, r] {
         phase(r, "quantize");
         gather(r);
-      }, 1.0, n_.h.conversion_fixed, slice_, qbytes - slice_);
+      }, 1.0, 0, slice_, qbytes - slice_);
     }, 1.0, 0, window_reads(), slice_);
   }
 
@@ -673,9 +669,8 @@ class Call {
           if (!fp8) return finish(r, "gather");
           phase(r, "gather");
           // Widen the landed e4m3 to bf16: read (ws-1) fp8 slices, write (ws-1) bf16 slices.
-          // The second conversion kernel (a copy engine has no ALU: seed 000), with the same fixed cost.
-          n_.stream_kernel(r, "dequantize", (ws_ - 1) * (slice_ / 2 + slice_), [this, r] { finish(r, "dequantize"); }, 1.0,
-                           n_.h.conversion_fixed, (ws_ - 1) * slice_ / 2, (ws_ - 1) * slice_);
+          n_.stream_kernel(r, "dequantize", (ws_ - 1) * (slice_ / 2 + slice_), [this, r] { finish(r, "dequantize"); }, 1.0, 0,
+                           (ws_ - 1) * slice_ / 2, (ws_ - 1) * slice_);
         });
       });
     });

@@ -31,7 +31,7 @@ struct GemmArHw {
   double ptpc_latency = 0, ptpc_wave_per_kblock = 0, ptpc_tile_fixed = 0;
   double mxfp8_latency = 0, mxfp8_wave_per_kblock = 0, mxfp8_tile_fixed = 0;
   double remote_store_rate = 0;
-  double row_wave_efficiency = 0, band_sync = 0, system_release_per_band = 0, conversion_fixed = 0;
+  double row_wave_efficiency = 0, band_sync = 0, system_release_per_band = 0;
   double read_efficiency = 0, remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0;
   double stage_overhead = 0, ar_loads_in_flight = 0;
   double window_write_rate = 0;
