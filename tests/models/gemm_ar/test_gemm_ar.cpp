@@ -386,3 +386,45 @@ TEST(GemmArGroups, SmallerGroupsUseOnlyTheirLinks) {
   EXPECT_EQ(r.per_rank_us.size(), 4u);
   EXPECT_GT(r.total_us, 0);
 }
+
+TEST(GemmArCoverage, EveryConfigurationThePublicDataCoversRuns) {
+  // Issue 17: modes, quantisation routes, N 4096..7168, K 1024..2048, world size 1 to 8, M 64..16384,
+  // chunks, wire and transport (calibrate/data/mori-public/ and seed 000) all run and give a time.
+  int ran = 0;
+  auto ok = [&](GemmArConfig c) {
+    const auto r = models::simulate_gemm_ar(mi355x(), c);
+    EXPECT_GT(r.total_us, 0) << c.mode << " " << c.quant << " M=" << c.m << " ws=" << c.world_size;
+    ++ran;
+  };
+  for (const std::string mode : {"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"})
+    for (const std::string quant : {"blockscale", "ptpc", "mxfp8"})
+      for (int ws : {1, 2, 4, 8})
+        for (int64_t m : {64, 16384}) {
+          if (ws == 1 && mode != "gemm-only") continue;
+          GemmArConfig c = cfg(mode, m);
+          c.quant = quant;
+          c.world_size = ws;
+          ok(c);
+          if (mode == "split-sdma" || mode == "fused-sdma" || mode == "fused-lsa")
+            for (const std::string t : {"sdma", "lsa"}) {
+              GemmArConfig f = c;
+              f.gather_dtype = "fp8";
+              f.gather_transport = t;
+              ok(f);
+            }
+        }
+  for (int64_t n : {4096, 4352, 5120, 6144, 7168})
+    for (int64_t k : {1024, 2048})
+      for (int chunks : {1, 2, 4, 8, 16}) {
+        GemmArConfig c = cfg("fused-sdma", 4096);
+        c.n = n;
+        c.k = k;
+        c.chunks = chunks;
+        ok(c);
+      }
+  GemmArConfig b = cfg("gemm-only");
+  b.quant = "mxfp8";
+  b.gemm_build = "d5c0277d";
+  ok(b);
+  EXPECT_GT(ran, 150);
+}
