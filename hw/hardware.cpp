@@ -1,5 +1,7 @@
 #include "hw/hardware.hpp"
 
+#include <cctype>
+
 #include "hw/io.hpp"
 
 #include <algorithm>
@@ -81,7 +83,17 @@ void ParamRegistry::add(const std::vector<ParamDecl>& decls) {
 
 const ParamDecl* ParamRegistry::find(const std::string& key) const {
   auto it = index_.find(key);
-  return it == index_.end() ? nullptr : &decls_[it->second];
+  if (it != index_.end()) return &decls_[it->second];
+  // "section@BUILD.name": a build's own value of the declared "section.name".
+  const size_t at = key.find('@'), dot = key.find('.', at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || dot == std::string::npos || at == 0 || dot == at + 1) return nullptr;
+  for (size_t i = at + 1; i < dot; ++i)
+    if (!(std::isalnum(static_cast<unsigned char>(key[i])) || key[i] == '_' || key[i] == '-')) return nullptr;
+  auto base = index_.find(key.substr(0, at) + key.substr(dot));
+  if (base == index_.end()) return nullptr;
+  auto [s, inserted] = scoped_.try_emplace(key, decls_[base->second]);
+  if (inserted) s->second.key = key;
+  return &s->second;
 }
 
 FileError::FileError(const std::string& file, int line, const std::string& key, const std::string& what)

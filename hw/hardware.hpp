@@ -55,12 +55,17 @@ class ParamRegistry {
  public:
   /// Add declarations; std::logic_error if a key is declared twice.
   void add(const std::vector<ParamDecl>& decls);
+  /// The declaration of `key`, or nullptr. A build-scoped key "section@BUILD.name" (a kernel build's
+  /// own value of a declared "section.name", e.g. "gemm@d5c0277d.mxfp8_tile_fixed": the costs of the
+  /// mxfp8 GEMM as build d5c0277d was measured) has the declaration of "section.name", bounds and
+  /// all, under its own key; BUILD is [A-Za-z0-9_-]+. The build is data of the file, not a declared key.
   const ParamDecl* find(const std::string& key) const;
   const std::vector<ParamDecl>& all() const { return decls_; }
 
  private:
   std::vector<ParamDecl> decls_;
   std::map<std::string, size_t> index_;
+  mutable std::map<std::string, ParamDecl> scoped_;  ///< build-scoped declarations handed out (stable addresses)
 };
 
 /// One value of a hardware file, in SI units, with its provenance.

@@ -63,6 +63,8 @@ const hw::HwSchema<CollectiveHw>& collective_hardware() {
   using H = CollectiveHw;
   static const hw::HwSchema<H> schema{
       hw::required(&H::compute_units, hw::vocab::compute_units()),
+      // Only for refusing a tensor that cannot fit (no timing depends on it): unlimited when unset.
+      hw::optional(&H::hbm_capacity, hw::vocab::hbm_capacity(), std::numeric_limits<double>::infinity()),
       hw::required(&H::fabric_bandwidth, hw::vocab::fabric_bandwidth()),
       hw::required(&H::link_per_direction, hw::vocab::link_per_direction()),
       hw::required(&H::read_efficiency, hw::vocab::read_efficiency()),
@@ -124,6 +126,15 @@ void validate(const CollectiveConfig& c, const CollectiveHw& h, const hw::Hardwa
     bad("world_size", fmt::format("{} is not supported (expected 2, 4 or 8)", c.world_size));
   if (c.world_size > hw.gpus())
     bad("world_size", fmt::format("{} ranks but the hardware file '{}' has {} GPUs", c.world_size, hw.name(), hw.gpus()));
+  {
+    // The input and the output (or the received slices) of one rank must fit in its HBM.
+    const double elem = c.dtype == "fp8" ? 1.0 : 2.0;
+    const double tensor = double(c.m) * (double(c.n) * elem + (c.dtype == "fp8" ? kScale : 0.0));
+    if (2 * tensor > h.hbm_capacity)
+      bad(c.m >= c.n ? "m" : "n", fmt::format("[{}, {}] in {} is {:.1f} GiB; its input and output need {:.1f} GiB of HBM per GPU but '{}' "
+                                              "has {:.1f} GiB", c.m, c.n, c.dtype, tensor / 1073741824.0, 2 * tensor / 1073741824.0,
+                                              hw.name(), h.hbm_capacity / 1073741824.0));
+  }
   if (c.backend == "aiter" && c.op != "all-reduce")
     bad("op", fmt::format("aiter's custom all-reduce offers only all-reduce, not {}", c.op));
   if (c.stage != "auto" && c.backend != "lsa" && c.backend != "aiter")

@@ -47,11 +47,17 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
       hw::required(&GemmArHw::fixed_cost, hw::vocab::kernel_fixed_cost()),
       hw::required(&GemmArHw::flag_barrier, hw::vocab::flag_barrier()),
-      hw::required(&GemmArHw::tile_fixed, ParamDecl{"gemm.tile_fixed", Quantity::Time, 0, 1000 * us, "per-tile fixed time of a BLOCK_M=128 x 256 tile"}),
-      hw::required(&GemmArHw::tile_per_kblock, ParamDecl{"gemm.tile_per_kblock", Quantity::Time, 0, 100 * us, "per-tile time per 128-deep K block (BLOCK_M=128)"}),
       hw::required(&GemmArHw::workgroups_per_cu, ParamDecl{"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"}),
       hw::required(&GemmArHw::operand_l2_hit, ParamDecl{"gemm.operand_l2_hit", Quantity::Ratio, 0, 1, "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"}),
-      hw::required(&GemmArHw::blockscale_factor, ParamDecl{"gemm.blockscale_factor", Quantity::Ratio, 0.5, 2.0, "blockscale tile time / ptpc tile time (scale handling)"}),
+      hw::required(&GemmArHw::blockscale_latency, ParamDecl{"gemm.blockscale_latency", Quantity::Time, 0, 1000 * us, "blockscale route (per-128 block scales, BLOCK_M 128): the GEMM kernel's time outside its waves (launch, prologue, tail), per call"}),
+      hw::required(&GemmArHw::blockscale_wave_per_kblock, ParamDecl{"gemm.blockscale_wave_per_kblock", Quantity::Time, 0, 100 * us, "blockscale: time of one wave per 128-deep K block"}),
+      hw::required(&GemmArHw::blockscale_tile_fixed, ParamDecl{"gemm.blockscale_tile_fixed", Quantity::Time, 0, 10 * us, "blockscale: time a wave adds per tile it holds (BLOCK_M x 256)"}),
+      hw::required(&GemmArHw::ptpc_latency, ParamDecl{"gemm.ptpc_latency", Quantity::Time, 0, 1000 * us, "ptpc route (a scale per row and column, BLOCK_M 256): the GEMM kernel's time outside its waves (launch, prologue, tail), per call"}),
+      hw::required(&GemmArHw::ptpc_wave_per_kblock, ParamDecl{"gemm.ptpc_wave_per_kblock", Quantity::Time, 0, 100 * us, "ptpc: time of one wave per 128-deep K block"}),
+      hw::required(&GemmArHw::ptpc_tile_fixed, ParamDecl{"gemm.ptpc_tile_fixed", Quantity::Time, 0, 10 * us, "ptpc: time a wave adds per tile it holds (BLOCK_M x 256)"}),
+      hw::required(&GemmArHw::mxfp8_latency, ParamDecl{"gemm.mxfp8_latency", Quantity::Time, 0, 1000 * us, "mxfp8 route (native scaled MFMA, BLOCK_M 256): the GEMM kernel's time outside its waves (launch, prologue, tail), per call"}),
+      hw::required(&GemmArHw::mxfp8_wave_per_kblock, ParamDecl{"gemm.mxfp8_wave_per_kblock", Quantity::Time, 0, 100 * us, "mxfp8: time of one wave per 128-deep K block"}),
+      hw::required(&GemmArHw::mxfp8_tile_fixed, ParamDecl{"gemm.mxfp8_tile_fixed", Quantity::Time, 0, 10 * us, "mxfp8: time a wave adds per tile it holds (BLOCK_M x 256)"}),
       hw::required(&GemmArHw::remote_store_rate, ParamDecl{"gemm.remote_store_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "per destination, rate at which a GEMM epilogue's CU stores reach a peer (fused-lsa)"}),
       hw::required(&GemmArHw::row_wave_efficiency, ParamDecl{"reduce.row_wave_efficiency", Quantity::Ratio, 0.05, 1.0, "fraction of the fabric bandwidth a one-wave-per-row reduce+quantize kernel reaches (fuse_quantize)"}),
       hw::required(&GemmArHw::band_sync, ParamDecl{"reduce.band_sync", Quantity::Time, 0, 200 * us, "fuse_reduce_push: per band, the 256-block wait barrier, counter atomic and elected block's locked puts"}),
@@ -80,10 +86,47 @@ int64_t padded_m(const GemmArConfig& c) {
 
 int effective_chunks(const GemmArConfig& c) {
   const int64_t bands = padded_m(c) / c.world_size / block_m(c.quant);
-  int best = 1;
-  for (int d = 1; d <= std::max(1, c.chunks); ++d)
-    if (bands % d == 0) best = d;
-  return best;
+  int chunks = std::max(1, c.chunks);
+  while (chunks > 1 && bands % chunks != 0) chunks /= 2;  // bench_gemm_ar.py @103655f6..ad271d19
+  return chunks;
+}
+
+GemmWaves gemm_waves(const GemmArConfig& c, double compute_units, double workgroups_per_cu) {
+  const int bm = block_m(c.quant);
+  // mori's kernels pad M to a multiple of world_size x BLOCK_M (row bands per destination); the
+  // RCCL baseline's GEMM (a framework GEMM) only rounds M up to its tile.
+  const int64_t m_tiles = c.mode == "rccl" ? (c.m + bm - 1) / bm : padded_m(c) / bm;
+  GemmWaves w;
+  w.tiles = m_tiles * ((c.n + kBlockN - 1) / kBlockN);
+  w.per_wave = std::max<int64_t>(1, int64_t(compute_units) * int64_t(workgroups_per_cu));
+  w.full_waves = w.tiles / w.per_wave;
+  w.last_wave_tiles = w.tiles % w.per_wave;
+  return w;
+}
+
+GemmRouteCost gemm_route_cost(const hw::Hardware& hw, const GemmArHw& h, const std::string& build, const std::string& quant) {
+  if (build == "default") {
+    if (quant == "blockscale")
+      return {h.blockscale_latency, h.blockscale_wave_per_kblock, h.blockscale_tile_fixed};
+    if (quant == "ptpc") return {h.ptpc_latency, h.ptpc_wave_per_kblock, h.ptpc_tile_fixed};
+    return {h.mxfp8_latency, h.mxfp8_wave_per_kblock, h.mxfp8_tile_fixed};
+  }
+  auto get = [&](const char* name) {
+    const std::string key = fmt::format("gemm@{}.{}_{}", build, quant, name);
+    if (!hw.has(key)) {
+      std::vector<std::string> builds{"default"};
+      for (const auto& [k, v] : hw.values())
+        if (k.rfind("gemm@", 0) == 0) {
+          const std::string b = k.substr(5, k.find('.') - 5);
+          if (std::find(builds.begin(), builds.end(), b) == builds.end()) builds.push_back(b);
+        }
+      const std::string what = fmt::format("build '{}' has no {} GEMM in '{}' (no key {}; builds there: {})", build, quant,
+                                           hw.name(), key, fmt::join(builds, ", "));
+      throw ParamError("gemm_build", "gemm_build: " + what, what);
+    }
+    return hw.get(key);
+  };
+  return {get("latency"), get("wave_per_kblock"), get("tile_fixed")};
 }
 
 double window_bytes(const GemmArConfig& c) {
@@ -101,8 +144,10 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
     bad("mode", fmt::format("unknown mode '{}' (expected gemm-only, split-sdma, fused-sdma, split-lsa, fused-lsa or rccl)", c.mode));
   if (c.quant != "blockscale" && c.quant != "ptpc" && c.quant != "mxfp8")
     bad("quant", fmt::format("unknown quantisation '{}' (expected ptpc, blockscale or mxfp8)", c.quant));
-  if (c.world_size != 2 && c.world_size != 4 && c.world_size != 8)
-    bad("world_size", fmt::format("{} is not supported (expected 2, 4 or 8)", c.world_size));
+  if (c.world_size != 1 && c.world_size != 2 && c.world_size != 4 && c.world_size != 8)
+    bad("world_size", fmt::format("{} is not supported (expected 1, 2, 4 or 8)", c.world_size));
+  if (c.world_size == 1 && c.mode != "gemm-only")
+    bad("world_size", fmt::format("1 (one process) runs only the GEMM (mode gemm-only); mode {} needs 2, 4 or 8 ranks", c.mode));
   if (c.world_size > hw.gpus())
     bad("world_size", fmt::format("{} ranks but the hardware file '{}' has {} GPUs", c.world_size, hw.name(), hw.gpus()));
   if (c.m < 1) bad("m", fmt::format("M must be >= 1, got {}", c.m));
@@ -122,8 +167,10 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
   if (c.publish != "writethrough" && c.publish != "fence")
     bad("publish", fmt::format("unknown publish '{}' (expected writethrough or fence)", c.publish));
   const bool fp8 = c.gather_dtype == "fp8";
-  if (fp8 && (c.mode == "split-sdma" || c.mode == "split-lsa" || c.mode == "fused-lsa" || c.mode == "rccl"))
-    bad("gather_dtype", fmt::format("the fp8 wire is only offered with fused-sdma (mode {} refuses it)", c.mode));
+  // bench_gemm_ar.py @ad271d19 refuses only split-lsa with --gather-dtype fp8 (its all-reduce kernel
+  // has no fp8 gather); split-sdma and fused-lsa run the fp8 gather (sweep.py preset fused-fp8).
+  if (fp8 && (c.mode == "split-lsa" || c.mode == "rccl"))
+    bad("gather_dtype", fmt::format("the fp8 wire is offered with split-sdma, fused-sdma and fused-lsa (mode {} refuses it)", c.mode));
   if (c.gather_transport == "lsa" && !fp8)
     bad("gather_transport", "the LSA pull gather exists only for the fp8 wire (use gather_dtype: fp8)");
   if (c.fuse_quantize && !fp8) bad("fuse_quantize", "needs the fp8 wire (gather_dtype: fp8)");
@@ -135,6 +182,7 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
                             "between the two, and no source describes or measures a fused fp8 push (seed 000 measures the "
                             "bf16 wire only): use gather_dtype: bf16, or fuse_reduce_push: false");
   if (c.gather_bands > 1 && !c.fuse_reduce_push) bad("gather_bands", "only applies with fuse_reduce_push: true");
+  (void)gemm_route_cost(hw, gemm_ar_hardware().read(hw), c.gemm_build, c.quant);  // an unknown build or route names gemm_build
   {
     const double hbm_capacity = gemm_ar_hardware().read(hw).hbm_capacity;
     // The window plus the GEMM's operands must fit in one GPU's HBM.
@@ -195,7 +243,7 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)) {
+      : hw(hw), h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)) {
     // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
     // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
@@ -268,6 +316,7 @@ class Node {
     }
   }
 
+  const hw::Hardware& hw;
   const GemmArHw h;
   const GemmArConfig& c;
   sim::Simulation& sim;
@@ -299,15 +348,15 @@ class Gemm {
     const auto& h = n_.h;
     const int bm = block_m(c.quant);
     n_tiles_ = (c.n + kBlockN - 1) / kBlockN;
-    // mori's kernels pad M to a multiple of world_size x BLOCK_M (row bands per destination); the
-    // RCCL baseline's GEMM (a framework GEMM) only rounds M up to its tile.
-    m_tiles_ = c.mode == "rccl" ? (c.m + bm - 1) / bm : padded_m(c) / bm;
-    tiles_ = m_tiles_ * n_tiles_;
-    per_wave_ = int64_t(h.compute_units) * int64_t(h.workgroups_per_cu);
+    const GemmWaves gw = gemm_waves(c, h.compute_units, h.workgroups_per_cu);
+    m_tiles_ = gw.tiles / n_tiles_;
+    tiles_ = gw.tiles;
+    per_wave_ = gw.per_wave;
     waves_ = (tiles_ + per_wave_ - 1) / per_wave_;
     const double kblocks = double(c.k) / kBlockK;
-    const double scale = (bm / 128.0) * (c.quant == "blockscale" ? h.blockscale_factor : 1.0);
-    t_tile_ = (h.tile_fixed + kblocks * h.tile_per_kblock) * scale;
+    cost_ = gemm_route_cost(n_.hw, h, c.gemm_build, c.quant);
+    wave_fixed_ = kblocks * cost_.wave_per_kblock;
+    per_tile_ = cost_.tile_fixed;
     ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - h.operand_l2_hit);
     c_tile_ = double(bm) * kBlockN * kBf16;
     const int ws = n_.ws;
@@ -328,6 +377,8 @@ class Gemm {
   }
 
   void start() { next_wave(); }
+  /// The route's time outside the waves (the kernel's launch, prologue and tail), in s.
+  double latency() const { return cost_.latency; }
 
  private:
   int dest_of_tile(int64_t t) const {
@@ -356,7 +407,8 @@ class Gemm {
       next_wave();
     };
     int parts = 1;
-    const double compute_s = t_tile_;
+    // The wave alone: its time per K block plus what each of its tiles adds (gemm_route_cost).
+    const double compute_s = wave_fixed_ + double(count) * per_tile_;
     std::function<void()> after_compute;  // fused-lsa: the wave's remote stores
     double local_bytes = count * ab_tile_;
     double c_local = count * c_tile_;
@@ -406,8 +458,9 @@ class Gemm {
                              if (after_compute) after_compute();
                              done();
                            }};
-    if (n_.c.window_in_host_memory && (n_.c.mode == "fused-sdma" || n_.c.mode == "fused-lsa")) {
-      // fused modes write C into the window: those bytes cross PCIe instead of staying in HBM
+    if (n_.c.window_in_host_memory && n_.c.mode != "rccl") {
+      // mori's GEMM writes C into the window in every mode (gemm-only too; the data README): those
+      // bytes cross PCIe instead of staying in HBM
       k.hbm_weight = local_bytes / bytes;
       k.extra_hops[0].weight = local_bytes / bytes;  // the request fabric carries the local loads only
       k.extra_hops.push_back(n_.window_hop(r_, c_local / bytes));
@@ -422,7 +475,8 @@ class Gemm {
   std::function<void()> on_done_;
   int64_t n_tiles_ = 0, m_tiles_ = 0, tiles_ = 0, per_wave_ = 1, waves_ = 0, wave_ = 0, dest_row_tiles_ = 1;
   int chunks_ = 1;
-  double t_tile_ = 0, ab_tile_ = 0, c_tile_ = 0;
+  GemmRouteCost cost_;
+  double wave_fixed_ = 0, per_tile_ = 0, ab_tile_ = 0, c_tile_ = 0;
   std::vector<std::vector<int64_t>> last_wave_;
 };
 
@@ -455,10 +509,9 @@ class Call {
         };
       }
       gemms_.push_back(std::make_unique<Gemm>(n_, r, fused_lsa, on_chunk, [this, r] { after_gemm(r); }));
-      n_.sim.after(n_.launch(), [this, r] {
-        t_mark_[r] = n_.sim.now();
-        gemms_[r]->start();
-      });
+      // The GEMM kernel's own latency (launch, prologue, tail: gemm.<quant>_latency) comes before
+      // its first wave; the gemm phase runs from the call's start.
+      n_.sim.after(gemms_[r]->latency(), [this, r] { gemms_[r]->start(); });
     }
   }
 
@@ -511,7 +564,7 @@ class Call {
       n_.sim.after(n_.launch(), [this, r] {
         const double eff = split_scatter_efficiency();
         for (int d = 0; d < ws_; ++d)
-          if (d != r) n_.sdma_put(r, d, slice_, eff, fmt::format("scatter ->gpu{}", d));
+          if (d != r) n_.sdma_put(r, d, slice_, eff, fmt::format("scatter ->gpu{}", d), {}, true);
         n_.g.when_queues_idle(r, [this, r] { b1_->arrive(r, [this, r] { phase(r, "scatter"); reduce(r); }); });
       });
       return;
@@ -590,9 +643,10 @@ class Call {
   }
   sim::OpServer& issuer(int r) { return *issuers_[size_t(r)]; }
 
-  /// Bytes the reduce reads from the window: the (ws-1) received slices, plus the rank's own partial
-  /// when the fused GEMM wrote C into the window (a split mode's C is a plain HBM tensor).
-  double window_reads() const { return (c_.mode == "fused-sdma" || c_.mode == "fused-lsa" ? ws_ : ws_ - 1) * slice_; }
+  /// Bytes the reduce reads from the window: the (ws-1) received slices and the rank's own partial
+  /// (C, which the GEMM wrote into the window).
+  /// (mori's GEMM writes C into the window in every mode: the data README.)
+  double window_reads() const { return ws_ * slice_; }
 
   void gather(int r) {
     const bool fp8 = c_.gather_dtype == "fp8";
@@ -757,9 +811,10 @@ const CaseFields<GemmArConfig>& gemm_ar_fields() {
        field(CaseParam::integer64("m", "rows of C, the tokens of the call").required(), &C::m),
        field(CaseParam::integer64("n", "columns of C (the hidden size)"), &C::n),
        field(CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)"), &C::k),
-       field(CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8"), &C::world_size),
+       field(CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8; 1 for gemm-only in one process"), &C::world_size),
        field(CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)"), &C::quant),
-       field(CaseParam::integer("chunks", "scatter chunks per destination (lowered to a divisor of the row bands)").at_least(1).at_most(64).tunable(), &C::chunks),
+       field(CaseParam::name("gemm_build", "the GEMM kernel build whose costs apply: default (the hw file's gemm.*) or a build of gemm@BUILD"), &C::gemm_build),
+       field(CaseParam::integer("chunks", "scatter chunks per destination (halved until it divides the row bands)").at_least(1).at_most(64).tunable(), &C::chunks),
        field(CaseParam::integer("sdma_queues", "queues created per peer (one is used: no effect on timing)"), &C::sdma_queues),
        field(CaseParam::name("tile_order", "rotated or linear").one_of({"rotated", "linear"}).tunable(), &C::tile_order),
        field(CaseParam::name("gather_dtype", "the wire: bf16, or fp8 (e4m3 + a scale per row)").one_of({"bf16", "fp8"}).tunable(), &C::gather_dtype),
@@ -789,7 +844,7 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
   const GemmArResult r = simulate_gemm_ar(hw, c, trace);
   nlohmann::json params = v.to_json();
   params["m_padded"] = padded_m(c);                  // the kernel pads M to world_size x BLOCK_M
-  params["chunks_effective"] = effective_chunks(c);  // largest divisor of the bands per destination <= chunks
+  params["chunks_effective"] = effective_chunks(c);  // chunks halved until they divide the bands per destination
   nlohmann::json out{{"params", params},
                      {"predicted_us", r.total_us},
                      {"phases", hw::spans_json(r.phases)},
@@ -798,8 +853,8 @@ nlohmann::json run_gemm_ar_case(const hw::Hardware& hw, const YAML::Node& p, sim
                      {"per_rank_us", r.per_rank_us}};
   // What ran differs from what was asked: said on the case's line, not only in the JSON params.
   if (effective_chunks(c) != c.chunks)
-    out["note"] = fmt::format("chunks {} runs as {} (the largest divisor of the {} row bands per destination that is <= {}, as mori does)",
-                              c.chunks, effective_chunks(c), padded_m(c) / c.world_size / block_m(c.quant), c.chunks);
+    out["note"] = fmt::format("chunks {} runs as {} (halved until it divides the {} row bands per destination, as bench_gemm_ar.py does)",
+                              c.chunks, effective_chunks(c), padded_m(c) / c.world_size / block_m(c.quant));
   return out;
 }
 

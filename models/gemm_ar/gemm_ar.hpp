@@ -24,7 +24,12 @@ struct GemmArHw {
   double launch_gap = 0, fixed_cost = 0, flag_barrier = 0;
   double queue_peak = 0, command_latency = 0, fabric_cost = 0, hbm_source_efficiency = 0, mall_capacity = 0;
   double device_submit = 0, submit_cost_per_outstanding = 0;
-  double tile_fixed = 0, tile_per_kblock = 0, workgroups_per_cu = 0, operand_l2_hit = 0, blockscale_factor = 0;
+  double workgroups_per_cu = 0, operand_l2_hit = 0;
+  // The GEMM per quantisation route, for the file's default build (GemmRouteCost; other builds in
+  // sections gemm@BUILD): latency, wave_per_kblock, tile_fixed.
+  double blockscale_latency = 0, blockscale_wave_per_kblock = 0, blockscale_tile_fixed = 0;
+  double ptpc_latency = 0, ptpc_wave_per_kblock = 0, ptpc_tile_fixed = 0;
+  double mxfp8_latency = 0, mxfp8_wave_per_kblock = 0, mxfp8_tile_fixed = 0;
   double remote_store_rate = 0;
   double row_wave_efficiency = 0, band_sync = 0, system_release_per_band = 0;
   double read_efficiency = 0, remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0;
@@ -36,6 +41,31 @@ struct GemmArHw {
 /// them), every one required but gpu.mall_capacity (default 0: no MALL).
 const hw::HwSchema<GemmArHw>& gemm_ar_hardware();
 
+/**
+ * What one quantisation route's GEMM kernel (mori's gfx950 kernels) costs, in seconds. A call of
+ * W = ceil(tiles / (CUs x workgroups per CU)) waves takes
+ *   latency + sum over waves of (kb x wave_per_kblock + tiles_in_wave x tile_fixed)
+ * with kb = K/128 the K blocks: a wave is a time per K block (the tile's main loop, latency-bound:
+ * seed 000's K-sweep, "wait, not work") plus a time per tile it holds (what the tiles share), so a
+ * partial last wave costs what its tiles cost, not a full wave (the N sweep of the data README). A
+ * wave-fixed term independent of K fits 0 on every route, and a per-tile term per K block is not
+ * identified by the gemm-only points (sigma above its value on every route), so neither is a parameter.
+ * Fitted per route and build on gemm-only measurements (scenarios/mi355x-components-gemm.yaml).
+ */
+struct GemmRouteCost {
+  double latency = 0, wave_per_kblock = 0, tile_fixed = 0;
+};
+/**
+ * The route's costs for kernel build `build`: "default" is the file's gemm.<quant>_* keys; any other
+ * name reads gemm@<build>.<quant>_* (all three required). Errors: models::ParamError on key
+ * gemm_build naming the missing hardware key and the builds the file has.
+ */
+GemmRouteCost gemm_route_cost(const hw::Hardware& hw, const GemmArHw& h, const std::string& build, const std::string& quant);
+/// Tiles of the GEMM (BLOCK_M x 256 output tiles over the padded M) and tiles per wave, for a config.
+struct GemmWaves {
+  int64_t tiles = 0, per_wave = 1, full_waves = 0, last_wave_tiles = 0;
+};
+
 /// The knobs of mori's bench_gemm_ar.py, under the benchmark's own names (see GEMM_AR.md). The
 /// member initialisers are the defaults of a scenario case too (gemm_ar_case_schema()).
 struct GemmArConfig {
@@ -43,9 +73,10 @@ struct GemmArConfig {
   int64_t m = 16384;                    ///< rows of A and C (tokens)
   int64_t n = 7168;                     ///< columns of C (hidden size)
   int64_t k = 2048;                     ///< reduction dimension (K >= 256)
-  int world_size = 8;                   ///< tensor-parallel ranks: 2, 4 or 8 (<= GPUs in the hw file)
+  int world_size = 8;                   ///< tensor-parallel ranks: 1 (gemm-only: one process), 2, 4 or 8 (<= GPUs in the hw file)
   std::string quant = "blockscale";     ///< blockscale (BLOCK_M 128) | ptpc | mxfp8 (BLOCK_M 256)
-  int chunks = 8;                       ///< scatter chunks per destination (0 = benchmark default rule)
+  std::string gemm_build = "default";   ///< the GEMM kernel build whose costs apply (hw file: gemm@BUILD), default: the file's gemm.*
+  int chunks = 8;                       ///< scatter chunks per destination (halved until it divides the row bands per destination)
   int sdma_queues = 1;                  ///< queues created per peer (one per peer is used)
   std::string tile_order = "rotated";   ///< rotated | linear
   std::string gather_dtype = "bf16";    ///< bf16 | fp8 (e4m3 + one fp32 scale per row)
@@ -64,10 +95,11 @@ struct GemmArConfig {
  * Validate a configuration against the benchmark's rules and the hardware.
  * Throws models::ParamError (a std::invalid_argument) whose key is the knob, its message "KNOB: what
  * was expected": unknown mode/quant/dtype/
- * transport/order/publish, world size not in {2,4,8} or larger than the node, K < 256 or not a
- * multiple of 128, M or N < 1, chunks/pull_blocks/gather_bands out of range, and the combinations
- * the real benchmark refuses (the fp8 wire with split modes or fused-lsa, the LSA transport with the
- * bf16 wire, fuse_quantize without the fp8 wire, fuse_reduce_push with the LSA transport).
+ * transport/order/publish, world size not in {1,2,4,8} (1 only for gemm-only) or larger than the
+ * node, K < 256 or not a multiple of 128, M or N < 1, chunks/pull_blocks/gather_bands out of range,
+ * an unknown gemm_build, and the combinations the real benchmark (bench_gemm_ar.py @ad271d19)
+ * refuses: the fp8 wire with split-lsa (split-sdma and fused-lsa run it) or rccl, the LSA transport
+ * with the bf16 wire, fuse_quantize without the fp8 wire, fuse_reduce_push with the LSA transport.
  */
 void validate(const GemmArConfig& c, const hw::Hardware& hw);
 
@@ -76,9 +108,12 @@ int block_m(const std::string& quant);
 /// M padded up to a multiple of world_size * BLOCK_M (rows), as mori's kernels do; M itself for mode rccl
 /// (the baseline's framework GEMM only rounds M up to its tile, which its wave count accounts for).
 int64_t padded_m(const GemmArConfig& c);
-/// Scatter chunks per destination actually used: the largest divisor of the row bands per
-/// destination that is <= the requested chunks (benchmark rule, GEMM_AR.md).
+/// Scatter chunks per destination actually used: the requested chunks halved while they do not
+/// divide the row bands per destination (bench_gemm_ar.py @103655f6..ad271d19: `while chunks > 1
+/// and bands % chunks: chunks //= 2`), so 8 runs as 4 at 12 bands (not as 6).
 int effective_chunks(const GemmArConfig& c);
+/// The GEMM's tiles and waves for a config (BLOCK_M by quant, M padded as padded_m(), N tiles of 256).
+GemmWaves gemm_waves(const GemmArConfig& c, double compute_units, double workgroups_per_cu);
 
 /**
  * Symmetric window size in bytes. T = M_pad*N*2 (the bf16 output). bf16 wire: the GEMM's output

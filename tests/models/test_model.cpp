@@ -92,7 +92,7 @@ TEST(Registry, RequiredKeysFollowTheBindingsAndTheTopology) {
   // gemm_ar: every binding but gpu.mall_capacity (default 0); afd: the NVLink domain's set on the
   // NVLink file, the pods' set on the pods file (gpu.compute_units has a default in both).
   const auto gemm = models::required_hardware_keys("gemm_ar", mi355x());
-  EXPECT_EQ(gemm.size(), 31u);
+  EXPECT_EQ(gemm.size(), 37u);  // 28 shared and model keys + 3 routes x 3 GEMM costs (gemm.<route>_*)
   EXPECT_EQ(std::count(gemm.begin(), gemm.end(), "gpu.mall_capacity"), 0);
   const auto nv = models::load_hardware(kRoot + "/hw/h200-4gpu-nvlink.yaml");
   const auto pods = models::load_hardware(kRoot + "/hw/h100-ib-pods.yaml");

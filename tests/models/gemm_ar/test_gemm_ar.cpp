@@ -119,8 +119,9 @@ TEST(GemmArMechanism, FusedGemmRunsLongerBecauseOfConcurrentTraffic) {
   GemmArConfig idle = cfg("fused-sdma");
   idle.sdma_moves_nothing = true;  // same kernels and commands, no bytes on the fabric
   const auto no_traffic = models::simulate_gemm_ar(mi355x(), idle);
-  // The fused GEMM is slower than the GEMM alone (per-phase table: 441.9 vs 369.4 us) ...
-  EXPECT_GT(phase(fused, "gemm"), phase(alone, "gemm") * 1.10);
+  // The fused GEMM is slower than the GEMM alone (per-phase table: 441.9 vs 369.4 us; the model's
+  // figure is judged against the 441.9 us in Mi355xScenario.PerPhaseTableFromComponents) ...
+  EXPECT_GT(phase(fused, "gemm"), phase(alone, "gemm") * 1.02);
   // ... and the slowdown disappears when the copies move nothing: it comes from the shared fabric.
   EXPECT_NEAR(phase(no_traffic, "gemm"), phase(alone, "gemm"), phase(alone, "gemm") * 0.01);
 }
@@ -150,11 +151,110 @@ TEST(GemmArWhatIf, HostWindowSlowsEveryAccessToTheWindow) {
   EXPECT_GT(phase(lsa_h, "reduce"), 5.0 * phase(lsa, "reduce"));
   EXPECT_GT(phase(lsa_h, "pull"), 5.0 * phase(lsa, "pull"));
   EXPECT_GT(run(host(cfg("split-lsa"))), 3.0 * run(cfg("split-lsa")));
-  // split-sdma's GEMM writes an ordinary HBM tensor: only the window legs slow down.
+  // mori's GEMM writes C into the window in every mode (the data README: C is the window's input
+  // region, in gemm-only too): split-sdma's and gemm-only's GEMM slow down as well, and so does the
+  // split scatter, which reads C out of the window.
   const auto split = models::simulate_gemm_ar(mi355x(), cfg("split-sdma")),
              split_h = models::simulate_gemm_ar(mi355x(), host(cfg("split-sdma")));
-  EXPECT_NEAR(phase(split_h, "gemm"), phase(split, "gemm"), 0.01 * phase(split, "gemm"));
+  EXPECT_GT(phase(split_h, "gemm"), 1.5 * phase(split, "gemm"));
+  EXPECT_GT(phase(split_h, "scatter"), 1.5 * phase(split, "scatter"));
   EXPECT_GT(phase(split_h, "reduce"), 5.0 * phase(split, "reduce"));
+  EXPECT_GT(run(host(cfg("gemm-only"))), 1.5 * run(cfg("gemm-only")));
+  // The RCCL baseline has no window: nothing moves.
+  EXPECT_NEAR(run(host(cfg("rccl"))), run(cfg("rccl")), 1e-6);
+}
+
+TEST(GemmArSemantics, ChunksAreHalvedUntilTheyDivideTheRowBands) {
+  // bench_gemm_ar.py @103655f6..ad271d19: `while chunks > 1 and bands % chunks: chunks //= 2`.
+  GemmArConfig c = cfg("fused-sdma", 12288);  // 12288 / 8 ranks / BLOCK_M 128 = 12 bands per destination
+  EXPECT_EQ(models::effective_chunks(c), 4);   // 8 -> 4 (not 6, the largest divisor <= 8)
+  c.chunks = 5;
+  EXPECT_EQ(models::effective_chunks(c), 2);   // 5 -> 2, which divides 12
+  c = cfg("fused-sdma", 16384);                // 16 bands
+  c.chunks = 8;
+  EXPECT_EQ(models::effective_chunks(c), 8);
+  c = cfg("fused-sdma", 5120);                 // 5 bands: 8 -> 4 -> 2 -> 1
+  EXPECT_EQ(models::effective_chunks(c), 1);
+  const auto j = models::run_gemm_ar_case(mi355x(), YAML::Load("{mode: fused-sdma, m: 12288}"), nullptr);
+  EXPECT_EQ(j["params"]["chunks_effective"].get<int>(), 4);
+  EXPECT_NE(j["note"].get<std::string>().find("halved"), std::string::npos) << j["note"];
+}
+
+TEST(GemmArSemantics, TheFp8WireRunsWithSplitSdmaAndFusedLsaOnlySplitLsaRefusesIt) {
+  // bench_gemm_ar.py @ad271d19 refuses only split-lsa with --gather-dtype fp8; sweep.py's preset
+  // fused-fp8 runs it on fused-lsa.
+  for (const std::string mode : {"split-sdma", "fused-lsa"})
+    for (const std::string t : {"sdma", "lsa"}) {
+      GemmArConfig c = cfg(mode);
+      c.gather_dtype = "fp8";
+      c.gather_transport = t;
+      const auto r = models::simulate_gemm_ar(mi355x(), c);
+      GemmArConfig b = cfg(mode);
+      // The fp8 wire halves the gather's bytes at M=16384: faster than the bf16 wire.
+      EXPECT_LT(r.total_us, run(b)) << mode << " " << t;
+      EXPECT_GT(phase(r, t == "lsa" ? "pull" : "dequantize"), 0) << mode << " " << t;
+    }
+  GemmArConfig c = cfg("split-lsa");
+  c.gather_dtype = "fp8";
+  EXPECT_THROW(models::validate(c, mi355x()), std::invalid_argument);
+}
+
+TEST(GemmArSemantics, WorldSizeOneIsTheGemmInOneProcess) {
+  // bench_mori_gemm_1p.py (mori_1p.jsonl): one process, no collective.
+  GemmArConfig c = cfg("gemm-only");
+  c.world_size = 1;
+  c.quant = "mxfp8";
+  c.n = 5120;
+  const auto r = models::simulate_gemm_ar(mi355x(), c);
+  EXPECT_EQ(r.per_rank_us.size(), 1u);
+  // The same tiles as at world size 4 (M=16384 is a multiple of 4 x 256): the same time.
+  GemmArConfig c4 = c;
+  c4.world_size = 4;
+  EXPECT_NEAR(r.total_us, run(c4), 1e-6);
+  GemmArConfig s = cfg("fused-sdma");
+  s.world_size = 1;
+  EXPECT_THROW(models::validate(s, mi355x()), std::invalid_argument);
+}
+
+TEST(GemmArGemm, TheKernelBuildIsData) {
+  // ROCm/mori's two mxfp8 builds at [16384, 5120] K=2048: 275.0 us (mori_med.txt @d5c0277d) and
+  // 180.2 us (mori_1p.jsonl @4f4e3e91, the file's default build); each within 5% of its build's costs.
+  GemmArConfig c = cfg("gemm-only");
+  c.quant = "mxfp8";
+  c.n = 5120;
+  c.world_size = 4;
+  const double now = run(c);
+  c.gemm_build = "d5c0277d";
+  const double old = run(c);
+  EXPECT_NEAR(now, 180.2, 0.05 * 180.2);
+  EXPECT_NEAR(old, 275.04, 0.05 * 275.04);
+  // A build the file does not hold, or a route the build was not measured on, names gemm_build.
+  for (const auto& [build, quant] : std::vector<std::pair<std::string, std::string>>{{"nosuch", "mxfp8"}, {"d5c0277d", "ptpc"}}) {
+    c.gemm_build = build;
+    c.quant = quant;
+    try {
+      models::validate(c, mi355x());
+      ADD_FAILURE() << "accepted gemm_build " << build << " for " << quant;
+    } catch (const models::ParamError& e) {
+      EXPECT_EQ(e.key(), "gemm_build");
+      EXPECT_NE(std::string(e.what()).find("gemm@" + build + "." + quant + "_latency"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("builds there: default, d5c0277d"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(GemmArGemm, APartialLastWaveCostsWhatItsTilesCost) {
+  // The data README's N sweep (ROCm/mori@0187031f README, "Persistent tiles": ptpc, M=4096, K=1024,
+  // 8 ranks): N 4096 is one full wave of 256 tiles (32.6 us); N 4352..7168 add a last wave of 16..192
+  // tiles (45.9 / 44.7 / 45.2 / 47.4 / 49.8 us), each far below two full waves (65 us).
+  const std::vector<std::pair<int64_t, double>> sweep{{4096, 32.64}, {4352, 45.88}, {4608, 44.68}, {5120, 45.24}, {6144, 47.4}, {7168, 49.8}};
+  for (const auto& [n, us] : sweep) {
+    GemmArConfig c = cfg("gemm-only", 4096);
+    c.quant = "ptpc";
+    c.k = 1024;
+    c.n = n;
+    EXPECT_NEAR(run(c), us, 0.05 * us) << "N=" << n;
+  }
 }
 
 TEST(GemmArValidate, FuseReducePushRefusesTheFp8Wire) {
@@ -187,14 +287,18 @@ TEST(GemmArPull, BlocksBeyondWhatTheCusHoldAddNoLoadsInFlight) {
 }
 
 TEST(GemmArOrdering, WiresAndModesAtEveryM) {
-  // seed 000: fused-sdma + fp8/lsa < fp8/sdma < bf16 gather < split-sdma at every M.
+  // seed 000: fused-sdma + fp8/lsa < bf16 gather < split-sdma at every M ("fp8 wins wherever fusing
+  // does" with the pull), and fp8/lsa < fp8/sdma.
   for (int64_t m : {4096, 8192, 16384}) {
     const double lsa = run(fp8("lsa", m)), f8s = run(fp8("sdma", m)), bf16 = run(cfg("fused-sdma", m)),
                  split = run(cfg("split-sdma", m));
     EXPECT_LT(lsa, f8s) << "M=" << m;
-    EXPECT_LT(f8s, bf16) << "M=" << m;
+    EXPECT_LT(lsa, bf16) << "M=" << m;
     EXPECT_LT(bf16, split) << "M=" << m;
   }
+  // Seed 000, "Who moves the gather": fp8/sdma is faster than the bf16 wire at M=16384 (1018.9 vs
+  // 1150.7 us).
+  EXPECT_LT(run(fp8("sdma", 16384)), run(cfg("fused-sdma", 16384)));
   // fused-lsa loses to fused-sdma everywhere (GEMM_AR.md: its GEMM slows when the epilogue stores
   // cross the fabric): at every M, and at N whose columns per rank are not whole tiles.
   for (int64_t m : {2048, 4096, 8192, 16384, 32768})
@@ -264,6 +368,13 @@ TEST(GemmArOrdering, ReducePushBestNearFourBandsWorstAtThirtyTwo) {
   EXPECT_LT(bands(4, "writethrough"), bands(1, "writethrough"));
   // A release after the stores (~61 us per band) is unrepayable: fence is slower at every band count.
   for (int b : {1, 4, 32}) EXPECT_GT(bands(b, "fence"), bands(b, "writethrough") + 50.0) << b;
+  // Seed 000: the system-scope release is charged once per block per band, ~61 us per band. It sits
+  // between a band's reduce and its puts, so while the releases together are shorter than the
+  // gather they hide behind it in part (1 band: the whole 61 us shows; 4 bands: about as much);
+  // past that the fence publish grows by the release's cost per band (16 -> 32 bands, within 10%).
+  EXPECT_NEAR(bands(1, "fence") - bands(1, "writethrough"), 61.0, 6.1);
+  EXPECT_NEAR((bands(32, "fence") - bands(16, "fence")) / 16.0, 61.0, 6.1);
+  EXPECT_GT(bands(16, "fence") - bands(16, "writethrough"), bands(4, "fence") - bands(4, "writethrough"));
 }
 
 TEST(GemmArGroups, SmallerGroupsUseOnlyTheirLinks) {
@@ -274,4 +385,46 @@ TEST(GemmArGroups, SmallerGroupsUseOnlyTheirLinks) {
   const auto r = models::simulate_gemm_ar(mi355x(), c);
   EXPECT_EQ(r.per_rank_us.size(), 4u);
   EXPECT_GT(r.total_us, 0);
+}
+
+TEST(GemmArCoverage, EveryConfigurationThePublicDataCoversRuns) {
+  // Issue 17: modes, quantisation routes, N 4096..7168, K 1024..2048, world size 1 to 8, M 64..16384,
+  // chunks, wire and transport (calibrate/data/mori-public/ and seed 000) all run and give a time.
+  int ran = 0;
+  auto ok = [&](GemmArConfig c) {
+    const auto r = models::simulate_gemm_ar(mi355x(), c);
+    EXPECT_GT(r.total_us, 0) << c.mode << " " << c.quant << " M=" << c.m << " ws=" << c.world_size;
+    ++ran;
+  };
+  for (const std::string mode : {"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"})
+    for (const std::string quant : {"blockscale", "ptpc", "mxfp8"})
+      for (int ws : {1, 2, 4, 8})
+        for (int64_t m : {64, 16384}) {
+          if (ws == 1 && mode != "gemm-only") continue;
+          GemmArConfig c = cfg(mode, m);
+          c.quant = quant;
+          c.world_size = ws;
+          ok(c);
+          if (mode == "split-sdma" || mode == "fused-sdma" || mode == "fused-lsa")
+            for (const std::string t : {"sdma", "lsa"}) {
+              GemmArConfig f = c;
+              f.gather_dtype = "fp8";
+              f.gather_transport = t;
+              ok(f);
+            }
+        }
+  for (int64_t n : {4096, 4352, 5120, 6144, 7168})
+    for (int64_t k : {1024, 2048})
+      for (int chunks : {1, 2, 4, 8, 16}) {
+        GemmArConfig c = cfg("fused-sdma", 4096);
+        c.n = n;
+        c.k = k;
+        c.chunks = chunks;
+        ok(c);
+      }
+  GemmArConfig b = cfg("gemm-only");
+  b.quant = "mxfp8";
+  b.gemm_build = "d5c0277d";
+  ok(b);
+  EXPECT_GT(ran, 150);
 }

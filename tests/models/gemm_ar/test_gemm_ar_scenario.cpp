@@ -46,18 +46,37 @@ TEST_F(Mi355xScenario, MedianAndMaxErrorOverSeed000) {
   EXPECT_LE(s["max_abs_error_pct"].get<double>(), 8.0);
 }
 
-TEST_F(Mi355xScenario, PerPhaseTableWithinFifteenPercent) {
-  const std::set<std::string> checked{"gemm", "drain", "reduce", "gather"};
+TEST_F(Mi355xScenario, PerPhaseTableFromComponents) {
+  // Seed 000's per-phase table ('Where the time goes', 16 phases) predicted with the GEMM keys fitted
+  // on gemm-only points, the collective keys on standalone all-reduce points and two interaction keys
+  // on composite totals (README, Calibration). Issue 17 asks for every phase within 10%; these five
+  // are not (each must stay outside 10%, so that a fix shows as an unexpected pass):
+  //  - drain (bf16, fp8/sdma): +19% / +25%, while gemm + drain is within 3%: the GEMM/scatter
+  //    boundary is off (the fused GEMM is slowed too little, -7%, so its scatter tail is long);
+  //  - gather (bf16): +15%: sdma.queue_peak from the standalone all-reduce (60.7 GB/s) is slower than
+  //    the gather's 7 whole-slice puts (196 MiB in 437.8 us, 67 GB/s per queue);
+  //  - dequantize (fp8/sdma): -18%: the kernel's 294 MiB at memory.fabric_bandwidth is 50 us, 61.0 measured;
+  //  - pull (fp8/lsa): +12%.
+  const std::set<std::string> misses{"phases/bf16#drain", "phases/fp8-sdma#drain", "phases/bf16#gather", "phases/fp8-sdma#dequantize",
+                                     "phases/fp8-lsa#pull"};
   int n = 0;
   for (const auto& c : (*res_)["cases"]) {
     if (c["id"].get<std::string>().rfind("phases/", 0) != 0) continue;
+    double gemm = 0, drain = 0, gemm_m = 0, drain_m = 0;
     for (const auto& p : c["phases"]) {
-      if (!p.contains("measured_us") || !checked.count(p["name"].get<std::string>())) continue;
+      if (!p.contains("measured_us")) continue;
       ++n;
-      EXPECT_LE(std::fabs(p["error_pct"].get<double>()), 15.0) << c["id"] << " " << p["name"];
+      const std::string id = c["id"].get<std::string>() + "#" + p["name"].get<std::string>();
+      const double e = std::fabs(p["error_pct"].get<double>());
+      if (misses.count(id)) EXPECT_GT(e, 10.0) << id << ": a known miss now within 10%";
+      else EXPECT_LE(e, 10.0) << id;
+      const double us = p["end_us"].get<double>() - p["start_us"].get<double>();
+      if (p["name"] == "gemm") gemm = us, gemm_m = p["measured_us"].get<double>();
+      if (p["name"] == "drain") drain = us, drain_m = p["measured_us"].get<double>();
     }
+    EXPECT_NEAR(gemm + drain, gemm_m + drain_m, 0.05 * (gemm_m + drain_m)) << c["id"];
   }
-  EXPECT_EQ(n, 11);  // bf16: 4 phases, fp8/sdma: 4, fp8/lsa: gemm, drain, reduce (its gather is the barrier)
+  EXPECT_EQ(n, 16);
 }
 
 TEST_F(Mi355xScenario, CasesReportWindowAndWireError) {

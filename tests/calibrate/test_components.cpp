@@ -1,0 +1,183 @@
+// The MI355X file from its components (issue 17): the GEMM per quantisation route fitted on the
+// public gemm-only measurements alone (scenarios/mi355x-components-gemm.yaml), k-fold (k=5) held-out
+// per route, the N=5120 rows predicted from the N=7168 rows, and the committed file's GEMM keys being
+// that fit's. Every fit runs to the fitter's own convergence; nothing is loosened.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "calibrate/fit.hpp"
+#include "calibrate/measurements.hpp"
+#include "models/gemm_ar/gemm_ar.hpp"
+#include "models/model.hpp"
+#include "test_util.hpp"
+
+namespace fusesim::calibrate {
+namespace {
+using test::src;
+
+const char* kGemmScenario = "scenarios/mi355x-components-gemm.yaml";
+
+/// Every gemm.* / gemm@BUILD.* value of kind fitted in the file: the GEMM's component keys.
+std::vector<std::string> gemm_keys(const hw::Hardware& h, const std::string& quant = "") {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : h.values())
+    if (v.kind == hw::Provenance::Fitted && k.rfind("gemm", 0) == 0 && k.find("operand_l2_hit") == std::string::npos &&
+        (quant.empty() || k.find("." + quant + "_") != std::string::npos))
+      keys.push_back(k);
+  return keys;
+}
+
+struct Stats {
+  double median = 0, max = 0;
+  size_t n = 0;
+};
+Stats stats(std::vector<double> e) {
+  Stats s;
+  s.n = e.size();
+  if (e.empty()) return s;
+  std::sort(e.begin(), e.end());
+  s.median = e.size() % 2 ? e[e.size() / 2] : 0.5 * (e[e.size() / 2 - 1] + e[e.size() / 2]);
+  s.max = e.back();
+  return s;
+}
+std::string quant_of(const FitPoint& p) { return p.params["quant"] ? p.params["quant"].as<std::string>() : "blockscale"; }
+
+}  // namespace
+
+TEST(ComponentsGemm, KFoldHeldOutPerRouteMeetsTheIssueTargets) {
+  // Issue 17, "What it must show": k-fold (k=5) over the public gemm-only points, held-out median
+  // |error| <= 3% and max <= 8% per route (two d5c0277d K=1024 cells are listed known misses in
+  // scenarios/mi355x-components-gemm-known-misses.yaml and are not fitted).
+  const hw::Hardware start = models::load_hardware(src("hw/mi355x-8gpu.yaml"));
+  const auto pts = points_from_scenarios({src(kGemmScenario)});
+  ASSERT_EQ(pts.size(), 53u);
+  FitOptions opt;
+  opt.free_keys = gemm_keys(start);
+  ASSERT_EQ(opt.free_keys.size(), 12u);  // 3 routes x 3 + build d5c0277d's mxfp8 x 3
+  std::map<std::string, std::vector<double>> held;
+  for (int i = 0; i < 5; ++i) {
+    const auto mask = holdout_mask(pts, "kfold=5/" + std::to_string(i));
+    std::vector<FitPoint> tr, te;
+    for (size_t j = 0; j < pts.size(); ++j) (mask[j] ? te : tr).push_back(pts[j]);
+    const FitResult r = fit(start, tr, te, opt);
+    ASSERT_TRUE(lm_converged(r.lm_info)) << "fold " << i << ": " << lm_status_name(r.lm_info);
+    for (const auto& p : r.points)
+      if (p.held_out)
+        for (const auto& q : te)
+          if (q.id == p.id) held[quant_of(q)].push_back(std::fabs(p.error_pct));
+  }
+  for (const auto& [route, e] : held) {
+    const Stats s = stats(e);
+    RecordProperty("kfold_" + route, ::testing::PrintToString(s.median) + "/" + ::testing::PrintToString(s.max));
+    std::printf("k-fold held out, %s: %zu points, median %.2f%%, max %.2f%%\n", route.c_str(), s.n, s.median, s.max);
+    EXPECT_LE(s.median, 3.0) << route;
+    EXPECT_LE(s.max, 8.0) << route;
+  }
+  EXPECT_EQ(held.size(), 3u);
+}
+
+TEST(ComponentsGemm, TheCommittedGemmKeysAreTheComponentFit) {
+  // hw/mi355x-8gpu.yaml's GEMM keys were written by calibrate fit on the gemm-only scenario (README,
+  // Calibration): refitting from the file moves none of them by more than 1%, and the file predicts
+  // every fitted gemm-only point within the scenario's 8%.
+  const hw::Hardware start = models::load_hardware(src("hw/mi355x-8gpu.yaml"));
+  const auto pts = points_from_scenarios({src(kGemmScenario)});
+  FitOptions opt;
+  opt.free_keys = gemm_keys(start);
+  const FitResult r = fit(start, pts, {}, opt);
+  for (const auto& p : r.params) {
+    EXPECT_NEAR(p.value_si, p.start_si, 0.01 * std::fabs(p.start_si)) << p.key;
+    if (p.key == "gemm.mxfp8_latency") {
+      // Reported, not kept silently: the default build's mxfp8 points (all K=2048, N=5120) put its
+      // latency at 1.0 +- 2.3 us, i.e. consistent with zero; calibrate fit lists it as not identified.
+      EXPECT_FALSE(p.identified) << p.key;
+      EXPECT_LT(p.value_si, 5e-6) << p.key;
+      continue;
+    }
+    EXPECT_TRUE(p.identified) << p.key << " sigma " << p.sigma_si;
+    EXPECT_LT(p.sigma_si, 0.5 * std::fabs(p.value_si)) << p.key;
+  }
+  FitOptions none;
+  none.no_free_keys = true;
+  const FitResult e = fit(start, pts, {}, none);
+  for (const auto& p : e.points) EXPECT_LE(std::fabs(p.error_pct), 8.0) << p.id;
+  // Seed 000's K-sweep statement (mori's blockscale at [16384, 7168], 8 ranks: 51.6 us fixed +
+  // 20.9 us per K-block): the file's slope per K-block, from K=1024 to 2048, within 10% of it.
+  auto at_k = [&](int k) {
+    return models::run_gemm_ar_case(start, YAML::Load("{mode: gemm-only, m: 16384, k: " + std::to_string(k) + "}"), nullptr)["predicted_us"]
+        .get<double>();
+  };
+  const double slope = (at_k(2048) - at_k(1024)) / 8.0;
+  std::printf("K-sweep slope %.2f us per K-block (seed 000: 20.9), fixed %.1f us (51.6)\n", slope, at_k(1024) - 8 * slope);
+  EXPECT_NEAR(slope, 20.9, 2.09);
+}
+
+TEST(ComponentsGemm, NFiveThousandPredictedFromNSevenThousand) {
+  // Issue 17: fitted on the N=7168 rows alone, the N=5120 rows (and ptpc's N sweep, 4096..6144)
+  // predicted within 5%. The N=7168 gemm-only rows
+  // are all K=2048 but one ptpc row, so they cannot split a wave's cost between its fixed and per-K
+  // parts; seed 000's K-sweep statement at N=7168 (51.6 us + 20.9 us per K-block, blockscale) is
+  // the K information added for blockscale, as two points at K=1024 and 2048 (218.8, 386.0 us).
+  const hw::Hardware start = models::load_hardware(src("hw/mi355x-8gpu.yaml"));
+  auto pts = points_from_scenarios({src(kGemmScenario)});
+  for (int k : {1024, 2048}) {
+    FitPoint p;
+    p.id = "seed000-ksweep/k=" + std::to_string(k);
+    p.model = "gemm_ar";
+    p.table = "seed000-ksweep";
+    p.params = YAML::Load("{mode: gemm-only, m: 16384, n: 7168, k: " + std::to_string(k) + ", world_size: 8, quant: blockscale}");
+    p.measured_us = 51.6 + 20.9 * k / 128.0;
+    p.source = "seed 000: K-sweep, 51.6 us fixed + 20.9 us per K-block";
+    pts.push_back(p);
+  }
+  for (const std::string route : {"blockscale", "ptpc"}) {
+    std::vector<FitPoint> tr, te;
+    for (const auto& p : pts) {
+      if (quant_of(p) != route) continue;
+      (p.params["n"].as<int>() == 7168 ? tr : te).push_back(p);
+    }
+    FitOptions opt;
+    opt.free_keys = gemm_keys(start, route);
+    ASSERT_EQ(opt.free_keys.size(), 3u);
+    const FitResult r = fit(start, tr, te, opt);
+    std::vector<double> e;
+    for (const auto& p : r.points)
+      if (p.held_out) e.push_back(std::fabs(p.error_pct));
+    const Stats s = stats(e);
+    std::printf("%s: fitted on %zu N=7168 points, %zu N<7168 points held out: median %.2f%%, max %.2f%%\n", route.c_str(), tr.size(),
+                s.n, s.median, s.max);
+    EXPECT_GT(s.n, 0u);
+    EXPECT_LE(s.max, 5.0) << route;
+  }
+}
+
+}  // namespace fusesim::calibrate
+
+namespace fusesim::calibrate {
+TEST(ComponentsComposites, SeedZeroPredictedFromComponentsWithTwoInteractionKeys) {
+  // Issue 17: with the GEMM keys (gemm-only points) and the collective keys (standalone all-reduce
+  // points) fixed, only interaction keys are fitted on seed 000's composite totals (and its phases at
+  // --phase-weight 0.3, as README's Calibration runs it): sdma.fabric_cost (what the GEMM and the
+  // copies take from each other) and sdma.hbm_source_efficiency (the split scatter reading a C the
+  // GEMM has pushed out of the MALL). Targets: median <= 3%, max <= 8%, at most 4 such keys, each
+  // with sigma below half its value; the committed file holds that fit's values.
+  const hw::Hardware start = models::load_hardware(src("hw/mi355x-8gpu.yaml"));
+  auto files = test::seed000_files();
+  const auto pts = load_fit_points(files, 0.3);
+  FitOptions opt;
+  opt.free_keys = {"sdma.fabric_cost", "sdma.hbm_source_efficiency"};
+  const FitResult r = fit(start, pts, {}, opt);
+  ASSERT_TRUE(lm_converged(r.lm_info)) << lm_status_name(r.lm_info);
+  std::printf("seed 000 composites from components: median %.2f%%, max %.2f%%\n", r.median_abs_fit_pct, r.max_abs_fit_pct);
+  EXPECT_LE(r.median_abs_fit_pct, 3.0);
+  EXPECT_LE(r.max_abs_fit_pct, 8.0);
+  for (const auto& p : r.params) {
+    std::printf("  %s = %g +- %g\n", p.key.c_str(), p.value_si, p.sigma_si);
+    EXPECT_LT(p.sigma_si, 0.5 * std::fabs(p.value_si)) << p.key;
+    EXPECT_NEAR(p.value_si, p.start_si, 0.01 * std::fabs(p.start_si)) << p.key << ": the committed file is this fit's";
+  }
+}
+}  // namespace fusesim::calibrate
