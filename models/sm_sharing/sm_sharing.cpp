@@ -35,7 +35,15 @@ const CaseSchema& schema() {
        CaseParam::number("neighbour_smem_bytes", "shared memory per neighbour block (bytes)").otherwise(0).at_least(0),
        CaseParam::integer("neighbour_tpcs", "TPCs the neighbour's blocks landed on (measured placement)").at_least(0),
        CaseParam::number("neighbour_alone_GBps", "copy neighbour: its bandwidth alone (GB/s, read + write)").at_least(0),
-       CaseParam::number("cover", "the neighbour's length over the GEMM's alone time").otherwise(20).above(0)});
+       CaseParam::number("cover", "the neighbour's length over the GEMM's alone time").otherwise(20).above(0),
+       CaseParam::integer("cluster_slots",
+                          "round 2: CTA slots free for the GEMM's clusters, sum over GPCs of cluster x floor(free SMs / "
+                          "cluster) (calibrate/data/h200/predict_smshare_r2.py); given: the round-2 rule")
+           .at_least(1),
+       CaseParam::number("hbm_queue_kappa",
+                         "round 2, copy neighbour: the GEMM's HBM queueing coefficient, stretch 1 + kappa u / (1 - u) "
+                         "(dimensionless, fitted per shape on round 1's copy/compute pairs)")
+           .at_least(0)});
   return s;
 }
 }  // namespace
@@ -74,6 +82,34 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   if (kind != "none" && blocks < 1) throw ParamError("blocks", "a neighbour needs blocks >= 1");
   if (kind == "copy" && !v.given("neighbour_alone_GBps"))
     throw ParamError("neighbour_alone_GBps", "a copy neighbour needs its bandwidth alone (GB/s)");
+
+  if (v.given("cluster_slots")) {
+    // Round 2 (calibrate/data/h200/predict_smshare_r2.py, the same rule): S slots from the GPC count, the
+    // grid's G - S late CTAs run their first tile after the resident CTAs drained the rest, HBM queueing.
+    const int slots = kind == "none" ? grid : std::min(grid, int(v.integer("cluster_slots")));
+    const int late = grid - slots;
+    const int drained = std::max(0, tiles - late), reserved = std::min(late, tiles);
+    const int waves = (drained + slots - 1) / slots + (reserved + slots - 1) / slots;
+    if (rate(slots) <= 0) throw ParamError("cluster_slots", fmt::format("the tile rate r({}) is not positive", slots));
+    const double t_sm = waves * tile0 * rate(grid) / rate(slots);
+    const double nb_len2 = v.number("cover") * alone;
+    if (kind != "none" && t_sm > nb_len2)
+      throw ParamError("cover", fmt::format("the round-2 rule assumes the neighbour outlasts the GEMM ({:.1f} us > {:.1f} us)",
+                                            t_sm * 1e6, nb_len2 * 1e6));
+    double stretch2 = 1.0;
+    if (kind == "copy") {
+      if (!v.given("hbm_queue_kappa")) throw ParamError("hbm_queue_kappa", "a copy neighbour under the round-2 rule needs it");
+      const double u = v.number("neighbour_alone_GBps") * 1e9 / h.hbm;
+      if (u >= 1) throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", u));
+      stretch2 = 1 + v.number("hbm_queue_kappa") * u / (1 - u);
+    }
+    const double t2 = t_sm * stretch2;
+    std::vector<hw::Span> sp2;
+    if (kind != "none") sp2.push_back({"neighbour_" + kind, 0.0, nb_len2 * 1e6, 0, ""});
+    sp2.push_back({"gemm", 0.0, t2 * 1e6, 0, ""});
+    return {{"predicted_us", t2 * 1e6}, {"phases", hw::spans_json(sp2)}, {"tiles", tiles}, {"cta_slots", slots},
+            {"waves", waves}, {"hbm_stretch", stretch2}, {"alone_us", alone * 1e6}};
+  }
 
   sim::Simulation sim;
   sim.set_trace(trace);

@@ -35,8 +35,16 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
  * blocks (hw::can_share); the GEMM's tiles run in waves over the CTA slots free (hw::run_tiled), a tile
  * lasting alone_time / ceil(tiles / grid) x r(grid) / r(n); a copy neighbour stretches the GEMM by
  * max(1, (neighbour_alone_GBps + the GEMM's compulsory bytes / its time) / HBM) (proportional sharing).
- * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch.
- * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks).
+ * Round 2 (when cluster_slots is given; calibrate/data/h200/predict_smshare_r2.py computes the same):
+ * S = min(grid, cluster_slots) slots (a 2-CTA cluster needs two free SMs of one GPC, counted from the
+ * neighbour's placement and the GPC map); the grid's L = grid - S late CTAs run their first tile only
+ * after the resident CTAs drained the other tiles: waves = ceil((tiles - L) / S) + ceil(L / S), each
+ * tile alone_time / ceil(tiles / grid) x r(grid) / r(S) (closed form, not the SmPool engine; the
+ * neighbour must outlast the GEMM); a copy neighbour stretches it by 1 + hbm_queue_kappa u / (1 - u),
+ * u = neighbour_alone_GBps / HBM (a queue on HBM; kappa fitted per shape on round 1's pairs).
+ * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves).
+ * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks; round 2:
+ * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover).
  */
 nlohmann::json run_sm_sharing_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
 

@@ -86,3 +86,26 @@ TEST(SmSharingMinimal, BadInputIsNamed) {
   EXPECT_THROW(run("alone_time_us: 100, neighbour: compute"), models::ParamError);
   EXPECT_THROW(run("alone_time_us: 100, neighbour: compute, blocks: 3, neighbour_tpcs: 1"), models::ParamError);
 }
+
+TEST(SmSharingMinimal, RoundTwoLateCtasAndHbmQueue) {
+  // 256 x 512 x 1024 in 128 x 128 tiles: 8 tiles, grid 4, 100 us alone (2 rounds: 50 us a tile).
+  // cluster_slots 2: L = 2 late CTAs; the resident 2 drain 6 tiles in 3 waves, the late tiles 1 more:
+  // 4 waves of 50 x r(4) / r(2) = 50 x 6 / 8 = 37.5 us = 150 us.
+  auto r2 = [](const std::string& extra) {
+    return models::run_sm_sharing_case(minimal(),
+                                       YAML::Load("{m: 256, n: 512, k: 1024, tile_m: 128, tile_n: 128, grid: 4, cluster: 2, "
+                                                  "alone_time_us: 100, blocks: 2, " + extra + "}"),
+                                       nullptr);
+  };
+  const auto c = r2("neighbour: compute, cluster_slots: 2");
+  EXPECT_NEAR(c["predicted_us"].get<double>(), 150.0, 1e-9);
+  EXPECT_EQ(c["waves"].get<int>(), 4);
+  // Enough slots: no late CTA, the alone rounds at r(4).
+  EXPECT_NEAR(r2("neighbour: compute, cluster_slots: 4")["predicted_us"].get<double>(), 100.0, 1e-9);
+  // Copy at u = 0.5 of 1 TB/s with kappa 0.1: x (1 + 0.1 x 1) = 165 us.
+  EXPECT_NEAR(r2("neighbour: copy, cluster_slots: 2, neighbour_alone_GBps: 500, hbm_queue_kappa: 0.1")["predicted_us"].get<double>(),
+              165.0, 1e-9);
+  EXPECT_THROW(r2("neighbour: copy, cluster_slots: 2, neighbour_alone_GBps: 500"), models::ParamError);
+  EXPECT_THROW(r2("neighbour: copy, cluster_slots: 2, neighbour_alone_GBps: 1000, hbm_queue_kappa: 0.1"), models::ParamError);
+  EXPECT_THROW(r2("neighbour: compute, cluster_slots: 2, cover: 1"), models::ParamError);  // 150 us > 100 us
+}
