@@ -21,7 +21,7 @@
 #
 # Environment: MORI_DIR (required: a mori checkout built with BUILD_CCO_SDMA=ON), FUSESIM
 # (build/fusesim), NPROC (8), HW (hw/mi355x-8gpu.yaml, the starting file), SWEEPS
-# (calibrate/data/mi355x/loop), GEMM_KEYS (gemm.tile_fixed,gemm.tile_per_kblock), COLL_KEYS
+# (calibrate/data/mi355x/loop), GEMM_KEYS (gemm.blockscale_latency,gemm.blockscale_wave_per_kblock), COLL_KEYS
 # (sdma.queue_peak,links.read_efficiency,lsa.stage_overhead), TOLERANCE_PCT (10), MORI_ARGS (more
 # `calibrate mori` options, one word each, e.g. "--python /opt/venv/bin/python3 --pause-s 10").
 # A sweep with failed runs (exit 1: recorded, never fitted) continues; a refused SDMA check (3) stops.
@@ -32,7 +32,7 @@ FUSESIM="${FUSESIM:-build/fusesim}"
 NPROC="${NPROC:-8}"
 HW="${HW:-hw/mi355x-8gpu.yaml}"
 SWEEPS="${SWEEPS:-calibrate/data/mi355x/loop}"
-GEMM_KEYS="${GEMM_KEYS:-gemm.tile_fixed,gemm.tile_per_kblock}"
+GEMM_KEYS="${GEMM_KEYS:-gemm.blockscale_latency,gemm.blockscale_wave_per_kblock}"
 COLL_KEYS="${COLL_KEYS:-sdma.queue_peak,links.read_efficiency,lsa.stage_overhead}"
 TOLERANCE_PCT="${TOLERANCE_PCT:-10}"
 read -r -a mori_args <<< "${MORI_ARGS:-}"
