@@ -9,7 +9,8 @@ what="${1:-run}"
 case "$what" in run|test) ;; *) echo "usage: bash .ci/setup.sh run|test" >&2; exit 2 ;; esac
 
 pkgs=(cmake g++ make pkg-config libsystemc-dev libyaml-cpp-dev libeigen3-dev libgtest-dev libbenchmark-dev
-      libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev gnuplot-nox openmpi-bin libopenmpi-dev)
+      libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev gnuplot-nox openmpi-bin libopenmpi-dev
+      libxml2-utils clang-16 libclang-rt-16-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
