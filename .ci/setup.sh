@@ -65,9 +65,10 @@ if [ "${FUSESIM_SKIP_SANITIZERS:-0}" != 1 ]; then
   export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:exitcode=99:detect_stack_use_after_return=0"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=99:suppressions=$PWD/tests/sanitizers/ubsan.supp"
   export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:exitcode=99"
+  export FUSESIM_TEST_TIME_SCALE=10  # the hostile-input tests' hang bounds (tests/test_util.hpp time_limit_s)
   (cd build-asan && ctest --output-on-failure -j"$(nproc)" --timeout 1500)
   ./build-asan/fusesim check scenarios/*.yaml >/dev/null
-  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS FUSESIM_TEST_TIME_SCALE
   echo "fusesim: sanitizer build and suite: $(( $(date +%s) - t0 )) s"
   if [ -x build-asan/fuzz_scenario ]; then
     t0=$(date +%s)

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -54,6 +55,16 @@ void expect_error_at(Load&& load, const std::string& name, const std::string& te
   EXPECT_NE(w.find(needle), std::string::npos) << (w.empty() ? "accepted a bad file: " + needle : w);
   const std::string at = std::string(":").append(std::to_string(line)).append(":");  // ":LINE:"
   EXPECT_NE(w.find(at), std::string::npos) << w;
+}
+
+/// A wall-time bound of a hostile-input test (`seconds` on the release build), multiplied by the
+/// environment's FUSESIM_TEST_TIME_SCALE (default 1): the sanitizer build of .ci/setup.sh sets 10,
+/// AddressSanitizer's documented slowdown being about 2x and its leak and UB checks adding more, so
+/// the bound still catches a hang (unbounded work) without timing the instrumentation.
+inline double time_limit_s(double seconds) {
+  const char* f = std::getenv("FUSESIM_TEST_TIME_SCALE");
+  const double scale = f ? std::atof(f) : 1.0;
+  return seconds * (scale > 0 ? scale : 1.0);
 }
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -169,7 +169,7 @@ TEST(HostileParsers, LongQuantityInAHardwareFileIsAnErrorAtItsLine) {
   EXPECT_EQ(r.rc, 1) << r.out.substr(0, 2000);
   EXPECT_TRUE(has(r.out, "hw.yaml:")) << r.out.substr(0, 2000);
   EXPECT_TRUE(has(r.out, "longer than the 256 bytes allowed")) << r.out.substr(0, 2000);
-  EXPECT_LT(r.seconds, 5);
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(5));
   EXPECT_DOUBLE_EQ(hw::parse_quantity(hw::Quantity::Bandwidth, " 1.5e3 GBps "), 1.5e12);
   EXPECT_DOUBLE_EQ(hw::parse_quantity(hw::Quantity::Bandwidth, "2 GBps"), 2e9);
   EXPECT_THROW(hw::parse_quantity(hw::Quantity::Bandwidth, "1e GBps"), std::invalid_argument);
@@ -185,7 +185,7 @@ TEST(HostileParsers, BraceCommaFileIsAnErrorNotAHang) {
     const Ran r = sh("timeout 20 " + kBin + " " + cmd + " " + qp(d / "s.yaml"));
     EXPECT_EQ(r.rc, 1) << cmd << ": " << r.out;
     EXPECT_TRUE(has(r.out, "s.yaml")) << r.out;
-    EXPECT_LT(r.seconds, 5) << cmd;
+    EXPECT_LT(r.seconds, fusesim::test::time_limit_s(5)) << cmd;
   }
   // A real second document is still refused at its `---`; an empty one is not.
   std::ofstream(d / "two.yaml") << "scenario: a\n---\nscenario: b\n";
@@ -274,7 +274,7 @@ TEST(BoundedWork, AHugeSweepIsRefusedWithItsCountBeforeExpanding) {
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "big.yaml:7: 'cases[a].sweep': the cases and sweeps expand to 2000000 cases, more than the limit of 1000000")) << r.out;
   EXPECT_TRUE(has(r.out, "--max-cases")) << r.out;
-  EXPECT_LT(r.seconds, 10);
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(10));
   // The limit is the user's: a small one refuses a real scenario, counted the same way.
   const Ran s = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --max-cases 5");
   EXPECT_EQ(s.rc, 1) << s.out;

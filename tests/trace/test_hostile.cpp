@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "tests/test_util.hpp"
 #include <nlohmann/json.hpp>
 
 #include "calibrate/trace/whatif.hpp"
@@ -53,7 +55,7 @@ CliResult run(std::vector<std::string> args) {
 void expect_refused(const std::vector<std::string>& args, const std::string& file, std::initializer_list<std::string> parts) {
   auto r = run(args);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_LT(r.seconds, 1.0);
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(1.0));
   EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
   for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
 }
@@ -126,7 +128,7 @@ TEST(TraceHostile, FortyKilobyteNamesAreHandled) {
       step, kernel)));
   auto r = run({"trace", "analyze", d.file("names.json"), "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_LT(r.seconds, 1.0);
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(1.0));
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["ranks"][0]["windows"].size(), 1u);
   EXPECT_EQ(j["ranks"][0]["windows"][0]["gpu_events"], 1);
@@ -134,11 +136,11 @@ TEST(TraceHostile, FortyKilobyteNamesAreHandled) {
   // A user pattern is not run on names over the bound, and says so.
   auto u = run({"trace", "analyze", d.file("names.json"), "--step-regex", "ProfilerStep#[0-9]*9"});
   EXPECT_EQ(u.exit_code, 0) << u.err;
-  EXPECT_LT(u.seconds, 1.0);
+  EXPECT_LT(u.seconds, fusesim::test::time_limit_s(1.0));
   EXPECT_NE(u.out.find("longer than 4096 bytes were not tried against --step-regex"), std::string::npos) << u.out;
   auto w = run({"trace", "whatif", d.file("names.json"), "--window", "steps"});
   EXPECT_EQ(w.exit_code, 0) << w.err;
-  EXPECT_LT(w.seconds, 1.0);
+  EXPECT_LT(w.seconds, fusesim::test::time_limit_s(1.0));
 }
 
 // Two replays of a trace spanning 1e7 s in one process (the second one used to wrap SystemC's
@@ -156,7 +158,7 @@ TEST(TraceHostile, LongTraceSpansNeverHang) {
   for (int i = 0; i < 2; ++i) {
     auto r = run({"trace", "whatif", d.file("long.json"), "--window", "all", "--format", "json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_LT(r.seconds, 1.0);
+    EXPECT_LT(r.seconds, fusesim::test::time_limit_s(1.0));
     auto j = nlohmann::json::parse(r.out);
     EXPECT_NEAR(j["replay_us"].get<double>(), 1e13 + 2, 1e-3);
   }
