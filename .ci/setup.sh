@@ -49,9 +49,11 @@ fi
 # included) with LeakSanitizer, built in build-asan/; any report halts the test it is in (exit 99).
 # With clang-16 (Debian clang-16, libclang-rt-16-dev) the same build holds the libFuzzer targets,
 # each then run briefly (tests/fuzz/README.md); without it, g++ builds the sanitizer suite alone.
-# FUSESIM_SKIP_SANITIZERS=1 skips this block (a quick local run); FUSESIM_FUZZ_SECONDS (default 30
+# Off by default for now (FUSESIM_SANITIZERS=1 runs it): the whole block has not yet been timed
+# against CI's 90 minutes on 2 cores, nor seen to pass the whole suite (issue 22 is open on it).
+# FUSESIM_FUZZ_SECONDS (default 30
 # per target) sets the fuzz runs' length.
-if [ "${FUSESIM_SKIP_SANITIZERS:-0}" != 1 ]; then
+if [ "${FUSESIM_SANITIZERS:-0}" = 1 ]; then
   t0=$(date +%s)
   san=(-DFUSESIM_SANITIZE=address,undefined,float-cast-overflow)
   if command -v clang++-16 >/dev/null 2>&1; then
