@@ -98,6 +98,28 @@ struct GroupConfig {
   double barrier_latency = 0;       ///< a group barrier: last arrival to release (seconds)
 };
 
+/// A full mesh of `ranks` GPUs with one copy-engine queue per (source, destination) pair and CU
+/// remote loads, from a model's hardware struct H (SI units) with the members fabric_bandwidth
+/// (HBM), link_per_direction, command_latency, remote_read_latency, congestion_knee,
+/// congestion_per_MiB, read_efficiency and flag_barrier: the one description of the MI355X mesh
+/// that gemm_ar's composite paths and the collective model share (each adds its own policies).
+template <class H>
+GroupConfig copy_mesh_config(const H& h, int ranks) {
+  GroupConfig g;
+  g.ranks = ranks;
+  g.hbm_Bps = h.fabric_bandwidth;
+  g.links = GroupConfig::Links::Mesh;
+  g.link_Bps = h.link_per_direction;
+  g.copy_queues = true;
+  g.command_latency = h.command_latency;
+  g.remote.round_trip_s = h.remote_read_latency;
+  g.remote.congestion_knee_B = h.congestion_knee;
+  g.remote.congestion_per_MiB = h.congestion_per_MiB;
+  g.remote.read_efficiency = h.read_efficiency;
+  g.barrier_latency = h.flag_barrier;
+  return g;
+}
+
 /**
  * A GPU group on one engine (a Simulation and its FlowNetwork, owned by the caller). Units: bytes,
  * bytes/s, seconds. Resource ids index FlowNetwork; errors are the FlowNetwork's (std::invalid_argument

@@ -157,21 +157,7 @@ void validate(const CollectiveConfig& c, const CollectiveHw& h, const hw::Hardwa
 /// gemm_ar (Little's law with the congestion knee; link payload at links.read_efficiency) and the
 /// flag barrier. No request-fabric lane: it models what copies do to a concurrent GEMM, and a
 /// standalone collective has none.
-hw::GroupConfig group_config(const CollectiveHw& h, int ws) {
-  hw::GroupConfig g;
-  g.ranks = ws;
-  g.hbm_Bps = h.fabric_bandwidth;
-  g.links = hw::GroupConfig::Links::Mesh;
-  g.link_Bps = h.link_per_direction;
-  g.copy_queues = true;
-  g.command_latency = h.command_latency;
-  g.remote.round_trip_s = h.remote_read_latency;
-  g.remote.congestion_knee_B = h.congestion_knee;
-  g.remote.congestion_per_MiB = h.congestion_per_MiB;
-  g.remote.read_efficiency = h.read_efficiency;
-  g.barrier_latency = h.flag_barrier;
-  return g;
-}
+hw::GroupConfig group_config(const CollectiveHw& h, int ws) { return hw::copy_mesh_config(h, ws); }
 
 /// One call on a fresh engine: every rank runs the backend's kernel sequence; phases per rank.
 class Call {

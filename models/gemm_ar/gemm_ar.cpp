@@ -214,9 +214,7 @@ namespace {
 /// loads with the congestion knee, group barriers at sync.flag_barrier; and the window-in-host-memory
 /// what-if's PCIe resources. Helpers for the operations every mode is made of.
 hw::GroupConfig group_config(const GemmArHw& h, int ws) {
-  hw::GroupConfig g;
-  g.ranks = ws;
-  g.hbm_Bps = h.fabric_bandwidth;
+  hw::GroupConfig g = hw::copy_mesh_config(h, ws);
   // The request resource is a phenomenological stand-in for the queueing copy-engine transactions
   // add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross it at one unit per byte,
   // copy-engine puts at sdma.fabric_cost per byte (at both ends), streaming kernels not at all. Its
@@ -224,19 +222,8 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
   // 441.9 vs 369.4 us, and the fuse_reduce_push band row); no MI355X probe separates it yet (an
   // SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
   g.request_fabric = true;
-  g.links = hw::GroupConfig::Links::Mesh;
-  g.link_Bps = h.link_per_direction;
-  g.link_name = "xgmi";
-  g.copy_queues = true;
-  g.command_latency = h.command_latency;
-  g.queue_name = "sdma";
   g.copy_hbm_cost = 1.0;  // a copy byte is one HBM byte at each end
   g.copy_request_cost = h.fabric_cost;
-  g.remote.round_trip_s = h.remote_read_latency;
-  g.remote.congestion_knee_B = h.congestion_knee;
-  g.remote.congestion_per_MiB = h.congestion_per_MiB;
-  g.remote.read_efficiency = h.read_efficiency;
-  g.barrier_latency = h.flag_barrier;
   return g;
 }
 
