@@ -700,6 +700,7 @@ void register_all(CLI::App& app) {
   struct SweepArgs {
     std::string scenario, out, format = "jsonl";
     bool resume = false, no_progress = false;
+    uint64_t max_cases = scenario::LoadOptions{}.max_cases, max_events = 0;  // set by add_limit_options
   };
   auto sw = std::make_shared<SweepArgs>();
   auto* swc = app.add_subcommand("sweep", "run every case of a scenario, streaming rows to a file (resumable; split over MPI ranks under mpirun)");
@@ -708,9 +709,11 @@ void register_all(CLI::App& app) {
   swc->add_option("--format", sw->format, "jsonl (a case's JSON per line) or csv (run's CSV)")->check(CLI::IsMember({"jsonl", "csv"}));
   swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the case ids) and run the rest");
   swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
+  add_limit_options(swc, sw->max_cases, sw->max_events);
   swc->callback([sw] {
     refuse_overwriting_input({{sw->out, "", "--out"}}, sw->scenario, "scenario file");
-    auto sc = scenario::load(sw->scenario);
+    sim::set_default_event_budget(sw->max_events);
+    auto sc = scenario::load(sw->scenario, {sw->max_cases});
     refuse_overwriting_input({{sw->out, "", "--out"}}, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     scenario::SweepOptions o;

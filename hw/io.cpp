@@ -46,6 +46,13 @@ void check_duplicate_keys(const YAML::Node& n, const std::string& path, const st
 YAML::Node load_yaml_map(const std::string& path, const std::string& what, const ElementName& element_name) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw FileError(path, 0, "", fmt::format("is a directory, expected a {}", what));
+  // Bounded before reading: /dev/zero, a FIFO or a file of hundreds of MB would be read (or waited
+  // on) whole by yaml-cpp. The largest file fusesim ships is well under 1 MiB.
+  constexpr std::uintmax_t kMaxYamlBytes = std::uintmax_t(64) << 20;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw FileError(path, 0, "", fmt::format("is not a regular file (a device, FIFO or socket), expected a {}", what));
+  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxYamlBytes)
+    throw FileError(path, 0, "", fmt::format("is {} bytes, more than the {} MiB a {} may hold: refused, not parsed", bytes, kMaxYamlBytes >> 20, what));
   std::ifstream in(path);
   if (!in) throw FileError(path, 0, "", fmt::format("cannot open {}: {}", what, std::strerror(errno)));
   // Flow nesting ([ and {) bounded before yaml-cpp's recursive parser sees it: thousands of levels

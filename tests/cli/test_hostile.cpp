@@ -279,6 +279,29 @@ TEST(BoundedWork, AHugeSweepIsRefusedWithItsCountBeforeExpanding) {
   const Ran s = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --max-cases 5");
   EXPECT_EQ(s.rc, 1) << s.out;
   EXPECT_TRUE(has(s.out, "more than the limit of 5")) << s.out;
+  // sweep takes the same limit (its error pointed to --max-cases, which it did not accept).
+  const Ran w = sh(kBin + " sweep scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --out " + qp(d / "w.jsonl") + " --max-cases 5");
+  EXPECT_EQ(w.rc, 1) << w.out;
+  EXPECT_TRUE(has(w.out, "more than the limit of 5")) << w.out;
+  EXPECT_FALSE(fs::exists(d / "w.jsonl"));
+}
+
+// A scenario that is a device or FIFO (read forever), or a file over 64 MiB, is refused before
+// yaml-cpp reads it (/dev/zero had grown to 6 GB in 8 s).
+TEST(BoundedWork, ADeviceOrAnOversizedFileIsRefusedBeforeReading) {
+  const Ran r = sh(kBin + " run /dev/zero");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "/dev/zero: is not a regular file")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(5));
+  const fs::path d = fresh_dir();
+  {
+    std::ofstream big(d / "big.yaml");
+    const std::string line(1 << 20, '#');
+    for (int i = 0; i < 65; ++i) big << line << "\n";
+  }
+  const Ran b = sh(kBin + " run " + qp(d / "big.yaml"));
+  EXPECT_EQ(b.rc, 1) << b.out;
+  EXPECT_TRUE(has(b.out, "more than the 64 MiB a scenario file may hold")) << b.out;
 }
 
 TEST(BoundedWork, AnEventBudgetEndsACaseWithAClearError) {
