@@ -162,7 +162,16 @@ std::vector<Knob> knob_space(const models::CaseSchema& schema, const TuneOptions
       }
       allowed = r->second;
     }
-    if (opt.fixed.contains(p.key)) continue;
+    if (opt.fixed.contains(p.key)) {
+      // A value the schema leaves out of every search (gemm_ar's gemm-only does no all-reduce) is not
+      // a setting of the same call either when the user holds it: it would "win" against the baseline.
+      const json& v = opt.fixed[p.key];
+      if (v.is_string() && std::find(p.not_searched.begin(), p.not_searched.end(), v.get<std::string>()) != p.not_searched.end())
+        throw std::invalid_argument(fmt::format("--fix {}={}: the {} model leaves this value out of the search ({}): it is not a setting of the "
+                                                "call the baseline makes",
+                                                p.key, v.get<std::string>(), schema.owner(), p.meaning));
+      continue;
+    }
     if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), p.key) == opt.only.end()) continue;
     if (opt.baseline.contains(p.key))
       allowed.erase(std::remove(allowed.begin(), allowed.end(), opt.baseline[p.key]), allowed.end());
