@@ -76,14 +76,18 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     const int64_t m = v.integer("m"), n = v.integer("n"), k = v.integer("k");
     const int bands = int(v.integer("bands"));
     if (m % bands) throw ParamError("bands", fmt::format("gemm_banded: m={} is not divisible by bands={}", m, bands));
+    // The band chain reaches itself through a weak pointer: `next` (alive in this scope while the
+    // simulation runs) owning a function that owned `next` was a cycle, leaked every case.
     auto next = std::make_shared<std::function<void(int)>>();
-    *next = [&, next, m, n, k, bands](int b) {
+    *next = [&, self = std::weak_ptr<std::function<void(int)>>(next), m, n, k, bands](int b) {
       if (b == bands) {
         t_end = sim.now();
         return;
       }
-      sim.after(b == 0 ? 0.0 : h.launch_gap, [&, next, m, n, k, bands, b] {
-        node.gemm(0, m / bands, n, k, "band", [next, b] { (*next)(b + 1); });
+      sim.after(b == 0 ? 0.0 : h.launch_gap, [&, self, m, n, k, bands, b] {
+        node.gemm(0, m / bands, n, k, "band", [self, b] {
+          if (auto f = self.lock()) (*f)(b + 1);
+        });
       });
     };
     (*next)(0);
