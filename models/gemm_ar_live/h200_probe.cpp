@@ -76,18 +76,18 @@ nlohmann::json run_probe_case(const hw::Hardware& hw, const YAML::Node& p, sim::
     const int64_t m = v.integer("m"), n = v.integer("n"), k = v.integer("k");
     const int bands = int(v.integer("bands"));
     if (m % bands) throw ParamError("bands", fmt::format("gemm_banded: m={} is not divisible by bands={}", m, bands));
-    // The band chain reaches itself through a weak pointer: `next` (alive in this scope while the
-    // simulation runs) owning a function that owned `next` was a cycle, leaked every case.
+    // The band chain holds itself only weakly: the pending callbacks (the launch gap's, the band's
+    // done) own it until the last band, then nothing does. A function owning the shared pointer that
+    // owned it was a cycle, leaked every case.
     auto next = std::make_shared<std::function<void(int)>>();
     *next = [&, self = std::weak_ptr<std::function<void(int)>>(next), m, n, k, bands](int b) {
       if (b == bands) {
         t_end = sim.now();
         return;
       }
-      sim.after(b == 0 ? 0.0 : h.launch_gap, [&, self, m, n, k, bands, b] {
-        node.gemm(0, m / bands, n, k, "band", [self, b] {
-          if (auto f = self.lock()) (*f)(b + 1);
-        });
+      auto chain = self.lock();  // alive: whoever called this holds it
+      sim.after(b == 0 ? 0.0 : h.launch_gap, [&, chain, m, n, k, bands, b] {
+        node.gemm(0, m / bands, n, k, "band", [chain, b] { (*chain)(b + 1); });
       });
     };
     (*next)(0);
