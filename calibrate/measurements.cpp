@@ -202,6 +202,20 @@ bool row_skipped_validation(const json& obj) {
       if (a == "--skip-validation") return true;
   return false;
 }
+
+/// An empty record of `model` read from a RESULT_JSON line at file:line: its time is the line's
+/// max_rank_time_us (us), what every mori benchmark prints.
+Record result_json_record(const std::string& model, const std::string& file, int line) {
+  Record r;
+  r.kind = model;
+  r.model = model;
+  r.quantity = "max_rank_time_us";
+  r.unit = "us";
+  r.file = file;
+  r.line = line;
+  r.params = YAML::Node(YAML::NodeType::Map);
+  return r;
+}
 }  // namespace
 
 std::string detect_result_json_layout(const json& obj) {
@@ -214,14 +228,7 @@ std::string detect_result_json_layout(const json& obj) {
 Record record_from_result_json(const json& obj, const std::string& file, int line, const std::string& stated_layout) {
   if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
   if (obj.contains("backend") && !obj.contains("mode")) return record_from_bench_ar(obj, file, line);
-  Record r;
-  r.kind = "gemm_ar";
-  r.model = "gemm_ar";
-  r.quantity = "max_rank_time_us";
-  r.unit = "us";
-  r.file = file;
-  r.line = line;
-  r.params = YAML::Node(YAML::NodeType::Map);
+  Record r = result_json_record("gemm_ar", file, line);
   // The layout: recognised by its key set, or stated (--layout, "# layout: X"), which must agree with it.
   std::string layout = detect_result_json_layout(obj);
   {
@@ -469,14 +476,7 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
 
 Record record_from_bench_ar(const json& obj, const std::string& file, int line) {
   if (!obj.is_object()) throw FileError(file, line, "", "expected a JSON object after RESULT_JSON");
-  Record r;
-  r.kind = "collective";
-  r.model = "collective";
-  r.quantity = "max_rank_time_us";
-  r.unit = "us";
-  r.file = file;
-  r.line = line;
-  r.params = YAML::Node(YAML::NodeType::Map);
+  Record r = result_json_record("collective", file, line);
   r.extra["layout"] = "bench_ar.py";
   auto str = [&](const char* k) {
     if (!obj[k].is_string()) throw FileError(file, line, k, fmt::format("expected a string, got {}", obj[k].dump()));

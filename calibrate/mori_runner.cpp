@@ -129,13 +129,22 @@ void finish_run(MoriRun& r) {
   r.key = r.params.dump();  // json object keys are sorted: stable
 }
 
-MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
+/// A run of the benchmark `script` under the launcher, opt.nproc ranks on this node, with mori's SDMA
+/// on and its bootstrap socket on the loopback; the benchmark's own flags are appended by the caller.
+MoriRun launched(const MoriOptions& opt, const json& p, const char* script) {
   MoriRun r;
   r.params = p;
   r.argv = resolve_launcher(opt);
   r.argv.push_back("--standalone");
   r.argv.push_back(fmt::format("--nproc_per_node={}", opt.nproc));
-  r.argv.push_back(kBenchGemmArPath);
+  r.argv.push_back(script);
+  r.env["MORI_ENABLE_SDMA"] = "1";
+  r.env["MORI_SOCKET_IFNAME"] = "lo";
+  return r;
+}
+
+MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
+  MoriRun r = launched(opt, p, kBenchGemmArPath);
   auto add = [&](const std::string& flag, const std::string& v) {
     r.argv.push_back(flag);
     r.argv.push_back(v);
@@ -157,8 +166,6 @@ MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::s
   }
   if (p.contains("sdma_queues")) add("--sdma-queues", std::to_string(p["sdma_queues"].get<int>()));
   for (const auto& a : extra_args) r.argv.push_back(a);
-  r.env["MORI_ENABLE_SDMA"] = "1";
-  r.env["MORI_SOCKET_IFNAME"] = "lo";
   if (p.contains("pull_blocks")) r.env["MORI_GEMM_AR_PULL_BLOCKS"] = std::to_string(p["pull_blocks"].get<int>());
   finish_run(r);
   return r;
@@ -166,12 +173,7 @@ MoriRun make_run(const MoriOptions& opt, const json& p, const std::vector<std::s
 
 /// One bench_ar.py run (the standalone all-reduce): --backend B -m M -n N [--dtype D].
 MoriRun make_ar_run(const MoriOptions& opt, const json& p, const std::vector<std::string>& extra_args) {
-  MoriRun r;
-  r.params = p;
-  r.argv = resolve_launcher(opt);
-  r.argv.push_back("--standalone");
-  r.argv.push_back(fmt::format("--nproc_per_node={}", opt.nproc));
-  r.argv.push_back(kBenchArPath);
+  MoriRun r = launched(opt, p, kBenchArPath);
   for (const auto& [flag, v] : std::vector<std::pair<std::string, std::string>>{
            {"--backend", p["backend"].get<std::string>()}, {"-m", std::to_string(p["m"].get<long>())}, {"-n", std::to_string(p["n"].get<long>())}}) {
     r.argv.push_back(flag);
@@ -182,8 +184,6 @@ MoriRun make_ar_run(const MoriOptions& opt, const json& p, const std::vector<std
     r.argv.push_back(p["dtype"].get<std::string>());
   }
   for (const auto& a : extra_args) r.argv.push_back(a);
-  r.env["MORI_ENABLE_SDMA"] = "1";
-  r.env["MORI_SOCKET_IFNAME"] = "lo";
   finish_run(r);
   return r;
 }
