@@ -146,3 +146,232 @@ double waves_beside(const SmLimits& sm, int ctas, int held_sms) {
 }
 
 }  // namespace fusesim::hw
+
+namespace fusesim::hw {
+
+int SmMap::gpcs() const {
+  int g = 0;
+  for (int v : gpc_of_sm) g = std::max(g, v + 1);
+  return g;
+}
+
+std::vector<std::vector<int>> SmMap::lanes(int g) const {
+  std::map<int, std::vector<int>> by_tpc;  // TPC id -> its SMs (ascending)
+  for (int s = 0; s < sms(); ++s)
+    if (gpc_of_sm[s] == g) by_tpc[tpc_of_sm[s]].push_back(s);
+  std::vector<std::pair<int, std::vector<int>>> tpcs;
+  for (auto& [t, v] : by_tpc) tpcs.emplace_back(v.front(), v);
+  std::sort(tpcs.begin(), tpcs.end());  // TPCs in order of their first SM's id
+  std::vector<std::vector<int>> out;
+  for (auto& [first, v] : tpcs)
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (out.size() <= i) out.resize(i + 1);
+      out[i].push_back(v[i]);
+    }
+  return out;
+}
+
+SmMap SmMap::from_rows(const std::vector<nlohmann::json>& rows, const std::string& what) {
+  auto field = [&](const nlohmann::json& r, const char* k, size_t line) {
+    if (!r.contains(k) || !r[k].is_number_integer() || r[k].get<int>() < 0)
+      throw std::invalid_argument(what + " line " + std::to_string(line) + ": '" + k + "' must be an integer >= 0");
+    return r[k].get<int>();
+  };
+  const int n = int(rows.size());
+  if (n < 1) throw std::invalid_argument(what + ": no SMs");
+  SmMap m;
+  m.gpc_of_sm.assign(n, -1);
+  m.tpc_of_sm.assign(n, -1);
+  std::map<int, int> first;  // rank -> SM
+  std::map<int, int> tpc_gpc;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int s = field(rows[i], "sm", i + 1), g = field(rows[i], "gpc", i + 1), t = field(rows[i], "tpc", i + 1);
+    if (s >= n || m.gpc_of_sm[s] >= 0)
+      throw std::invalid_argument(what + " line " + std::to_string(i + 1) + ": SM " + std::to_string(s) +
+                                  (s >= n ? " out of range 0.." + std::to_string(n - 1) : " listed twice"));
+    if (tpc_gpc.count(t) && tpc_gpc[t] != g)
+      throw std::invalid_argument(what + " line " + std::to_string(i + 1) + ": TPC " + std::to_string(t) + " in two GPCs");
+    tpc_gpc[t] = g;
+    m.gpc_of_sm[s] = g;
+    m.tpc_of_sm[s] = t;
+    if (rows[i].contains("dispatch_first")) {
+      const int r = field(rows[i], "dispatch_first", i + 1);
+      if (first.count(r)) throw std::invalid_argument(what + " line " + std::to_string(i + 1) + ": dispatch_first " + std::to_string(r) + " twice");
+      first[r] = s;
+    }
+  }
+  for (auto& [r, s] : first) m.first_sms.push_back(s);
+  return m;
+}
+
+std::vector<int> dispatch_placement(const SmMap& map, int blocks) {
+  if (blocks < 0) throw std::invalid_argument("dispatch_placement: blocks must be >= 0");
+  std::vector<int> out;
+  std::vector<bool> used(map.sms(), false);
+  for (int s : map.first_sms) {
+    if (int(out.size()) == blocks) return out;
+    out.push_back(s);
+    used[s] = true;
+  }
+  const int G = map.gpcs();
+  std::vector<std::vector<std::vector<int>>> lanes(G);
+  for (int g = 0; g < G; ++g) lanes[g] = map.lanes(g);
+  for (size_t lane = 0; int(out.size()) < std::min(blocks, map.sms()); ++lane) {
+    std::vector<std::vector<int>> q(G);  // this lane's unused SMs per GPC, in TPC order
+    bool any = false;
+    for (int g = 0; g < G; ++g)
+      if (lane < lanes[g].size())
+        for (int s : lanes[g][lane])
+          if (!used[s]) q[g].push_back(s), any = true;
+    if (!any) {
+      if (lane > 64) break;
+      continue;
+    }
+    std::vector<size_t> next(G, 0);
+    for (bool placed = true; placed && int(out.size()) < blocks;) {
+      placed = false;
+      for (int g = 0; g < G && int(out.size()) < blocks; ++g)
+        if (next[g] < q[g].size()) {
+          const int s = q[g][next[g]++];
+          out.push_back(s);
+          used[s] = true;
+          placed = true;
+        }
+    }
+  }
+  return out;
+}
+
+int cluster_slots(const SmMap& map, const std::vector<int>& held, int cluster) {
+  if (cluster < 1) throw std::invalid_argument("cluster_slots: cluster must be >= 1");
+  std::vector<int> free(map.gpcs(), 0);
+  std::vector<bool> h(map.sms(), false);
+  for (int s : held)
+    if (s >= 0 && s < map.sms()) h[s] = true;
+  for (int s = 0; s < map.sms(); ++s)
+    if (!h[s]) ++free[map.gpc_of_sm[s]];
+  int slots = 0;
+  for (int f : free) slots += cluster * (f / cluster);
+  return slots;
+}
+
+GpcPool::GpcPool(sim::Simulation& sim, SmMap map) : sim_(sim), map_(std::move(map)), free_(map_.gpcs(), 0), held_(map_.sms(), false) {
+  for (int g : map_.gpc_of_sm) ++free_[g];
+}
+
+int GpcPool::hold(const std::vector<int>& sms, std::string label) {
+  for (int s : sms) {
+    if (s < 0 || s >= map_.sms()) throw std::invalid_argument("GpcPool::hold(" + label + "): SM " + std::to_string(s) + " out of range");
+    if (held_[s]) throw std::invalid_argument("GpcPool::hold(" + label + "): SM " + std::to_string(s) + " already held");
+  }
+  for (int s : sms) {
+    held_[s] = true;
+    --free_[map_.gpc_of_sm[s]];
+  }
+  holds_[next_id_] = sms;
+  return next_id_++;
+}
+
+void GpcPool::release(int id) {
+  auto it = holds_.find(id);
+  if (it == holds_.end()) throw std::invalid_argument("GpcPool::release: no hold " + std::to_string(id));
+  for (int s : it->second) {
+    held_[s] = false;
+    ++free_[map_.gpc_of_sm[s]];
+  }
+  holds_.erase(it);
+  wake();
+}
+
+int GpcPool::take_cluster(int cluster) {
+  int best = -1;
+  for (int g = 0; g < int(free_.size()); ++g)
+    if (free_[g] >= cluster && (best < 0 || free_[g] > free_[best])) best = g;
+  if (best >= 0) free_[best] -= cluster;
+  return best;
+}
+
+void GpcPool::give_cluster(int gpc, int cluster) {
+  free_[gpc] += cluster;
+  wake();
+}
+
+void GpcPool::wake() {
+  auto w = std::move(waiters_);
+  waiters_.clear();
+  for (auto& fn : w) fn();
+}
+
+namespace {
+struct PersistentRun {
+  GpcPool& pool;
+  PersistentGemm k;
+  std::function<void(int, int)> on_done;
+  int tiles_left = 0, not_started = 0, running = 0, exited = 0, slots_at_launch = 0, late = 0;
+  bool launched = false, finished = false, waiting = false;
+  std::vector<std::pair<int, int>> exited_clusters;  // (gpc, CTAs) whose CTAs all exited, slots not yet back
+
+  void launch(const std::shared_ptr<PersistentRun>& self) {
+    waiting = false;
+    std::vector<std::pair<int, int>> started;  // (gpc, CTAs) of the clusters started now
+    while (not_started > 0) {
+      const int c = std::min(k.cluster, not_started);
+      const int g = pool.take_cluster(c);
+      if (g < 0) break;
+      not_started -= c;
+      started.emplace_back(g, c);
+    }
+    int n = 0;
+    for (auto& st : started) n += st.second;
+    if (!launched) slots_at_launch = n;
+    else late += n;
+    launched = true;
+    running += n;
+    for (auto& [g, c] : started) {
+      auto left = std::make_shared<int>(c);
+      for (int i = 0; i < c; ++i) step(self, g, c, left);
+    }
+    if (not_started > 0 && !waiting && !finished) {
+      waiting = true;
+      pool.on_release([self] { self->launch(self); });
+    }
+  }
+  // One CTA of a cluster on GPC g: its next tile, or its exit.
+  void step(const std::shared_ptr<PersistentRun>& self, int g, int c, const std::shared_ptr<int>& left) {
+    if (tiles_left > not_started) {
+      --tiles_left;
+      const double dt = k.tile_time_s(running);
+      pool.sim().after(dt, [self, g, c, left] { self->step(self, g, c, left); });
+      return;
+    }
+    --running;
+    ++exited;
+    if (--*left == 0) exited_clusters.emplace_back(g, c);
+    if (running == 0) {  // the resident CTAs have drained: their slots go back, late clusters start
+      auto back = std::move(exited_clusters);
+      exited_clusters.clear();
+      for (auto& [gg, cc] : back) pool.give_cluster(gg, cc);
+    }
+    if (exited == k.grid && !finished) {
+      finished = true;
+      on_done(slots_at_launch, late);
+    }
+  }
+};
+}  // namespace
+
+void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int, int)> on_done) {
+  if (k.tiles < 1 || k.grid < 1 || k.cluster < 1)
+    throw std::invalid_argument("run_persistent(" + k.label + "): tiles, grid and cluster must be >= 1");
+  int biggest = 0;
+  for (int g = 0; g < pool.map().gpcs(); ++g) biggest = std::max(biggest, int(std::count(pool.map().gpc_of_sm.begin(), pool.map().gpc_of_sm.end(), g)));
+  if (k.cluster > biggest)
+    throw std::invalid_argument("run_persistent(" + k.label + "): a cluster of " + std::to_string(k.cluster) +
+                                " CTAs is larger than every GPC (" + std::to_string(biggest) + " SMs)");
+  auto r = std::make_shared<PersistentRun>(PersistentRun{pool, k, std::move(on_done)});
+  r->tiles_left = k.tiles;
+  r->not_started = k.grid;
+  r->launch(r);
+}
+
+}  // namespace fusesim::hw

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/simulation.hpp"
 
 namespace fusesim::hw {
@@ -100,5 +102,91 @@ void run_tiled(SmPool& pool, const TiledKernel& k, std::function<void()> on_done
  * outside 0..sm.sms - 1.
  */
 double waves_beside(const SmLimits& sm, int ctas, int held_sms);
+
+/**
+ * The SMs of one GPU by GPC and TPC and the block dispatcher's order over them (round 3 of issue 19).
+ * gpc_of_sm[s], tpc_of_sm[s]: the GPC and TPC of SM s (ids 0..sms-1); first_sms: the SMs the dispatcher
+ * fills first, in order, before it spreads the rest over the GPCs. On the H200 this is the table
+ * `sm_map` of hw/h200-1gpu.yaml (hw/data/h200-sm-map.jsonl: GPCs from clusters of 16, 8, 4 and 2 CTAs,
+ * the first SMs from the neighbour kernels' %smid records alone; calibrate/data/h200/README.md).
+ */
+struct SmMap {
+  std::vector<int> gpc_of_sm, tpc_of_sm, first_sms;
+  int sms() const { return int(gpc_of_sm.size()); }
+  int gpcs() const;
+  /// SMs of GPC g in TPC order, one list per SM position in the TPC: lanes[0] = each TPC's first SM
+  /// (lowest id), lanes[1] = the second, ...
+  std::vector<std::vector<int>> lanes(int g) const;
+  /**
+   * From rows {"sm": s, "gpc": g, "tpc": t, "dispatch_first": i (optional)} (one per SM). Errors:
+   * std::invalid_argument naming `what` (the file) for a missing or negative field, an SM listed twice
+   * or missing, two SMs with one dispatch_first rank, or a TPC split over two GPCs.
+   */
+  static SmMap from_rows(const std::vector<nlohmann::json>& rows, const std::string& what);
+};
+
+/**
+ * The SMs that `blocks` blocks of a kernel launched on an idle GPU land on, one block per SM (the
+ * dispatch rule read from the H200's alone %smid records, calibrate/data/h200/README.md round 3):
+ * blocks 1..|first_sms| take first_sms in order; the rest go round-robin over the GPCs 0, 1, ..., each
+ * taking its next TPC's first SM (TPCs in id order), a GPC with no such SM left skipped; when every
+ * TPC holds one, the second SMs in the same order. Beyond sms blocks every SM holds one (the list has
+ * sms entries). Errors: std::invalid_argument for blocks < 0.
+ */
+std::vector<int> dispatch_placement(const SmMap& map, int blocks);
+
+/// CTA slots for clusters of `cluster` CTAs (one per SM) on the SMs not in `held`: a cluster needs
+/// `cluster` free SMs of one GPC, so sum over GPCs of cluster x floor(free SMs / cluster).
+int cluster_slots(const SmMap& map, const std::vector<int>& held, int cluster);
+
+/**
+ * The SMs of one GPU per GPC on the engine, for kernels that hold named SMs (a neighbour's blocks) and
+ * a clustered persistent kernel that takes clusters of free SMs of one GPC. hold() / release() as
+ * SmPool; take_cluster() finds a GPC with `cluster` free SMs (the one with most free, lowest id on a
+ * tie) or returns -1. Errors: std::invalid_argument for an SM out of range or held twice, an unknown id.
+ */
+class GpcPool {
+ public:
+  GpcPool(sim::Simulation& sim, SmMap map);
+  int hold(const std::vector<int>& sms, std::string label);
+  void release(int id);
+  int take_cluster(int cluster);
+  void give_cluster(int gpc, int cluster);
+  int free_in(int gpc) const { return free_[gpc]; }
+  const SmMap& map() const { return map_; }
+  void on_release(std::function<void()> fn) { waiters_.push_back(std::move(fn)); }
+  sim::Simulation& sim() { return sim_; }
+
+ private:
+  void wake();
+  sim::Simulation& sim_;
+  SmMap map_;
+  std::vector<int> free_;
+  std::vector<bool> held_;
+  int next_id_ = 1;
+  std::map<int, std::vector<int>> holds_;
+  std::vector<std::function<void()>> waiters_;
+};
+
+/**
+ * A persistent GEMM kernel on a GpcPool (cuBLASLt's nvjet kernels): `grid` CTAs in clusters of
+ * `cluster` share `tiles` output tiles. A cluster starts when `cluster` SMs of one GPC are free; each
+ * CTA runs tiles one after another while more tiles are left than CTAs not yet started (every CTA of the
+ * grid runs at least its first tile, so the CTAs that could not start at launch, the late ones, keep one
+ * tile each), then exits; the exited clusters' SMs go back when no CTA of the kernel is running (the
+ * resident CTAs drained), and the late clusters start on them. That the late CTAs do not overlap the
+ * drain's last partial wave is the form rounds 1-2 of calibrate/data/h200/ fit, not read from cuBLASLt's
+ * scheduler. A tile lasts tile_time_s(n) for the n CTAs running when it starts. With S slots free for the
+ * whole run and equal tiles this gives ceil((tiles - L) / S) + ceil(L / S) tile times, L = grid - S
+ * (the late-CTA rule of round 2, now an engine mechanism). Result via on_done(slots at launch, CTAs that
+ * started late). Errors: std::invalid_argument for tiles, grid or cluster < 1, or a cluster larger than
+ * every GPC.
+ */
+struct PersistentGemm {
+  int tiles = 0, grid = 0, cluster = 1;
+  std::function<double(int running)> tile_time_s;
+  std::string label;
+};
+void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int slots_at_launch, int late_ctas)> on_done);
 
 }  // namespace fusesim::hw

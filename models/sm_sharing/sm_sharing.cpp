@@ -60,9 +60,84 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware() {
                    ParamDecl{"smshare.tile_rate_slope", Quantity::FlopRate, 0, 1 * T,
                              "slope of the per-SM tile rate per CTA running (FLOP/s per CTA)"}),
       hw::required(&SmSharingHw::hbm, hw::vocab::fabric_bandwidth()),
+      hw::optional(&SmSharingHw::hbm_queue_kappa,
+                   ParamDecl{"smshare.hbm_queue_kappa", Quantity::Ratio, 0, 1,
+                             "round 3: a copy neighbour stretches the GEMM by 1 + kappa u / (1 - u), u = the copy's "
+                             "bandwidth alone / HBM (dimensionless, one value for every GEMM shape)"},
+                   -1),
   };
   return s;
 }
+
+namespace {
+/// Round 3 (see the header): placement, GPC cluster slots, late CTAs and the HBM queue on the engine.
+nlohmann::json run_round3(const hw::Hardware& hwf, const SmSharingHw& h, const CaseValues& v, sim::TraceSink* trace,
+                          int tiles, int rounds, double alone, double tile0) {
+  if (!hwf.has_table("sm_map"))
+    throw ParamError("neighbour", fmt::format("the round-3 rule (no neighbour_tpcs, no cluster_slots) needs the table sm_map "
+                                              "in {} (the GPCs and the dispatcher's order)", hwf.path()));
+  const hw::Table& tab = hwf.table("sm_map");
+  hw::SmMap map;
+  try {
+    map = hw::SmMap::from_rows(tab.rows, tab.file);
+  } catch (const std::invalid_argument& e) {
+    throw hw::FileError(hwf.path(), tab.line, "tables.sm_map", e.what());
+  }
+  if (map.sms() != int(h.sms))
+    throw hw::FileError(hwf.path(), tab.line, "tables.sm_map",
+                        fmt::format("{} SMs in {}, gpu.compute_units is {}", map.sms(), tab.file, int(h.sms)));
+  const std::string kind = v.name("neighbour");
+  const int grid = int(v.integer("grid")), cluster = int(v.integer("cluster")), blocks = int(v.integer("blocks"));
+  auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
+  double u = 0, kappa = 0;
+  if (kind == "copy") {
+    if (h.hbm_queue_kappa < 0)
+      throw ParamError("neighbour", fmt::format("a copy neighbour under the round-3 rule needs smshare.hbm_queue_kappa in {}", hwf.path()));
+    kappa = h.hbm_queue_kappa;
+    u = v.number("neighbour_alone_GBps") * 1e9 / h.hbm;
+    if (u >= 1) throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", u));
+  }
+  hw::SmLimits lim;
+  lim.sms = int(h.sms);
+  lim.sms_per_tpc = int(h.sms_per_tpc);
+  const hw::BlockShape gemm_block{int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
+  const hw::BlockShape nb_block{int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")),
+                                v.number("neighbour_smem_bytes")};
+  (void)hw::residency(lim, gemm_block);
+  (void)hw::residency(lim, nb_block);
+  sim::Simulation sim;
+  sim.set_trace(trace);
+  hw::GpcPool pool(sim, map);
+  const double nb_len = v.number("cover") * alone;
+  const std::vector<int> placed = hw::dispatch_placement(map, blocks);
+  if (!hw::can_share(lim, nb_block, 1, gemm_block)) {
+    const int id = pool.hold(placed, "neighbour");
+    sim.at(nb_len, [&pool, id] { pool.release(id); });
+  }
+  hw::PersistentGemm pg;
+  pg.tiles = tiles;
+  pg.grid = grid;
+  pg.cluster = cluster;
+  pg.label = "gemm";
+  pg.tile_time_s = [&](int running) { return tile0 * rate(grid) / rate(std::max(1, running)); };
+  if (rate(1) <= 0) throw ParamError("grid", "the tile rate r(1) is not positive");
+  double t_end = 0;
+  int slots = 0, late = 0;
+  hw::run_persistent(pool, pg, [&](int s, int l) {
+    t_end = sim.now();
+    slots = s;
+    late = l;
+  });
+  sim.run();
+  const double stretch = 1 + kappa * u / (1 - u);
+  const double t = t_end * stretch;
+  (void)rounds;
+  std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb_len * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
+  return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"tiles", tiles}, {"cta_slots", slots},
+          {"late_ctas", late}, {"hbm_stretch", stretch}, {"alone_us", alone * 1e6}, {"rule", "round 3 (engine)"},
+          {"neighbour_sms", placed.size()}};
+}
+}  // namespace
 
 nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p, sim::TraceSink* trace) {
   const CaseValues v = schema().read(p);
@@ -110,6 +185,8 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
     return {{"predicted_us", t2 * 1e6}, {"phases", hw::spans_json(sp2)}, {"tiles", tiles}, {"cta_slots", slots},
             {"waves", waves}, {"hbm_stretch", stretch2}, {"alone_us", alone * 1e6}};
   }
+
+  if (kind != "none" && !v.given("neighbour_tpcs") && hwf.has_table("sm_map")) return run_round3(hwf, h, v, trace, tiles, rounds, alone, tile0);
 
   sim::Simulation sim;
   sim.set_trace(trace);

@@ -15,8 +15,10 @@ namespace fusesim::models {
 /// The machine keys sm_sharing reads (SI units): SMs, SMs per TPC, the per-SM tile rate line
 /// r(n) = tile_rate_at_zero - tile_rate_slope x n (FLOP/s per SM with n CTAs running) and the HBM
 /// capacity the copy neighbour and the GEMM share.
+/// Round 3 also reads smshare.hbm_queue_kappa (optional: a copy neighbour under the round-3 rule needs
+/// it) and the table `sm_map` (GPCs, TPCs, the dispatcher's first SMs; hw::SmMap).
 struct SmSharingHw {
-  double sms = 0, sms_per_tpc = 0, tile_rate_at_zero = 0, tile_rate_slope = 0, hbm = 0;
+  double sms = 0, sms_per_tpc = 0, tile_rate_at_zero = 0, tile_rate_slope = 0, hbm = 0, hbm_queue_kappa = -1;
 };
 const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
 
@@ -42,9 +44,20 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
  * tile alone_time / ceil(tiles / grid) x r(grid) / r(S) (closed form, not the SmPool engine; the
  * neighbour must outlast the GEMM); a copy neighbour stretches it by 1 + hbm_queue_kappa u / (1 - u),
  * u = neighbour_alone_GBps / HBM (a queue on HBM; kappa fitted per shape on round 1's pairs).
- * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves).
+ * Round 3 (the rule for a neighbour when neither neighbour_tpcs nor cluster_slots is given and the
+ * machine file has the table sm_map, as hw/h200-1gpu.yaml; without it, round 1's spread placement; the
+ * engine computes every mechanism from the kernels' attributes and the hardware file): the neighbour's
+ * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
+ * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
+ * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one
+ * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running; a copy
+ * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
+ * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
+ * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves; round 3:
+ * late_ctas, rule).
  * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks; round 2:
- * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover).
+ * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover; round 3: a
+ * machine without the sm_map table or, for a copy neighbour, without smshare.hbm_queue_kappa).
  */
 nlohmann::json run_sm_sharing_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace);
 
