@@ -1,5 +1,7 @@
 // The sm_sharing model and the SM pool (hw/sm_pool.hpp) on tests/models/sm_sharing/minimal-hw.yaml
 // (8 SMs = 4 TPCs, r(n) = 10 - n TFLOP/s per SM, HBM 1 TB/s). Times derived by hand below.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "hw/sm_pool.hpp"
@@ -108,4 +110,128 @@ TEST(SmSharingMinimal, RoundTwoLateCtasAndHbmQueue) {
   EXPECT_THROW(r2("neighbour: copy, cluster_slots: 2, neighbour_alone_GBps: 500"), models::ParamError);
   EXPECT_THROW(r2("neighbour: copy, cluster_slots: 2, neighbour_alone_GBps: 1000, hbm_queue_kappa: 0.1"), models::ParamError);
   EXPECT_THROW(r2("neighbour: compute, cluster_slots: 2, cover: 1"), models::ParamError);  // 150 us > 100 us
+}
+
+// ---- Round 3: the GPC-aware engine (hw::SmMap, dispatch_placement, GpcPool, run_persistent) ----
+namespace {
+// 2 GPCs of 4 SMs (TPCs of 2): GPC 0 = SMs 0..3 (TPCs 0, 1), GPC 1 = SMs 4..7 (TPCs 2, 3); the dispatcher
+// fills SM 5 first.
+hw::SmMap tiny_map() {
+  std::vector<nlohmann::json> rows;
+  for (int s = 0; s < 8; ++s) {
+    nlohmann::json r{{"sm", s}, {"gpc", s / 4}, {"tpc", s / 2}};
+    if (s == 5) r["dispatch_first"] = 0;
+    rows.push_back(r);
+  }
+  return hw::SmMap::from_rows(rows, "tiny");
+}
+double persistent_us(const hw::SmMap& map, const std::vector<int>& held, int tiles, int grid, int cluster) {
+  sim::Simulation sim;
+  hw::GpcPool pool(sim, map);
+  if (!held.empty()) pool.hold(held, "holder");
+  hw::PersistentGemm k;
+  k.tiles = tiles;
+  k.grid = grid;
+  k.cluster = cluster;
+  k.label = "gemm";
+  k.tile_time_s = [](int) { return 1e-6; };
+  double end = -1;
+  hw::run_persistent(pool, k, [&](int, int) { end = sim.now(); });
+  sim.run();
+  return end * 1e6;
+}
+}  // namespace
+
+TEST(SmMapRound3, DispatchFirstSmsThenRoundRobinOverGpcs) {
+  const hw::SmMap m = tiny_map();
+  EXPECT_EQ(m.gpcs(), 2);
+  // SM 5 first; then each GPC's next TPC's first SM, GPC 0 then 1: 0, 4 (TPC 2's first SM; 5 is taken
+  // but its TPC's first SM 4 is not), 2, 6; then the second SMs: 1, 3, 7.
+  EXPECT_EQ(hw::dispatch_placement(m, 1), (std::vector<int>{5}));
+  EXPECT_EQ(hw::dispatch_placement(m, 5), (std::vector<int>{5, 0, 4, 2, 6}));
+  EXPECT_EQ(hw::dispatch_placement(m, 8).size(), 8u);
+  EXPECT_EQ(hw::dispatch_placement(m, 20).size(), 8u);
+  EXPECT_THROW(hw::dispatch_placement(m, -1), std::invalid_argument);
+  // Clusters of 2 need two free SMs of one GPC: SM 5 held leaves 4 + 3 -> 4 + 2 slots.
+  EXPECT_EQ(hw::cluster_slots(m, {5}, 2), 6);
+  EXPECT_EQ(hw::cluster_slots(m, {5, 0}, 2), 4);
+  EXPECT_EQ(hw::cluster_slots(m, {}, 4), 8);
+  EXPECT_EQ(hw::cluster_slots(m, {5}, 4), 4);
+}
+
+TEST(SmMapRound3, H200MapReproducesTheMeasuredPlacements) {
+  // hw/data/h200-sm-map.jsonl against the neighbour's alone %smid sets (calibrate/data/h200/
+  // probe_smshare_alone*.jsonl): B = 4 on SMs 124, 126, 128, 130; B = 10 adds 125..131 (odd) and 0, 2.
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h200-1gpu.yaml");
+  const hw::SmMap m = hw::SmMap::from_rows(h.table("sm_map").rows, "sm_map");
+  ASSERT_EQ(m.sms(), 132);
+  EXPECT_EQ(m.gpcs(), 8);
+  EXPECT_EQ(hw::dispatch_placement(m, 4), (std::vector<int>{124, 126, 128, 130}));
+  auto b10 = hw::dispatch_placement(m, 10);
+  std::sort(b10.begin(), b10.end());
+  EXPECT_EQ(b10, (std::vector<int>{0, 2, 124, 125, 126, 127, 128, 129, 130, 131}));
+  // 2-CTA cluster slots: 4 blocks on 4 GPCs leave 4 odd GPCs: 128 free SMs, 124 slots; 8 blocks: 124.
+  EXPECT_EQ(hw::cluster_slots(m, hw::dispatch_placement(m, 4), 2), 124);
+  EXPECT_EQ(hw::cluster_slots(m, hw::dispatch_placement(m, 8), 2), 124);
+  EXPECT_EQ(hw::cluster_slots(m, hw::dispatch_placement(m, 10), 2), 120);
+}
+
+TEST(SmMapRound3, BadRowsAreNamed) {
+  std::vector<nlohmann::json> rows{{{"sm", 0}, {"gpc", 0}, {"tpc", 0}}, {{"sm", 0}, {"gpc", 0}, {"tpc", 0}}};
+  EXPECT_THROW(hw::SmMap::from_rows(rows, "f"), std::invalid_argument);  // SM 0 twice
+  rows[1] = {{"sm", 1}, {"gpc", 1}, {"tpc", 0}};
+  EXPECT_THROW(hw::SmMap::from_rows(rows, "f"), std::invalid_argument);  // TPC 0 in two GPCs
+  rows[1] = {{"sm", 1}, {"tpc", 0}};
+  try {
+    hw::SmMap::from_rows(rows, "f.jsonl");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("f.jsonl line 2: 'gpc'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SmMapRound3, PersistentGemmLateCtasKeepOneTileEach) {
+  const hw::SmMap m = tiny_map();
+  // Alone: 20 tiles over 8 CTAs, 1 us each: ceil(20 / 8) = 3 us.
+  EXPECT_NEAR(persistent_us(m, {}, 20, 8, 2), 3.0, 1e-9);
+  // SM 5 held: 6 slots, L = 2 late CTAs: the resident 6 drain 18 tiles in 3 us, the late 2 run one tile
+  // each after: ceil(18 / 6) + ceil(2 / 6) = 4 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 2), 4.0, 1e-9);
+  // 8 tiles: 6 drained in 1 us, then the 2 late tiles: 2 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 8, 8, 2), 2.0, 1e-9);
+  // Clusters of 4: SM 5 held leaves one whole GPC: 4 slots, L = 4: ceil(16 / 4) + 1 = 5 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 4), 5.0, 1e-9);
+  sim::Simulation sim;
+  hw::GpcPool pool(sim, m);
+  EXPECT_THROW(pool.hold({8}, "x"), std::invalid_argument);
+  pool.hold({1}, "x");
+  EXPECT_THROW(pool.hold({1}, "y"), std::invalid_argument);
+  hw::PersistentGemm big;
+  big.tiles = 1;
+  big.grid = 8;
+  big.cluster = 8;  // larger than every GPC (4 SMs)
+  big.tile_time_s = [](int) { return 1e-6; };
+  EXPECT_THROW(hw::run_persistent(pool, big, [](int, int) {}), std::invalid_argument);
+}
+
+TEST(SmSharingRound3, TheH200FileDrivesEveryMechanismWithoutCaseKeys) {
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h200-1gpu.yaml");
+  auto run3 = [&](const std::string& extra) {
+    return models::run_sm_sharing_case(
+        h, YAML::Load("{m: 2048, n: 2048, k: 8192, tile_m: 256, tile_n: 128, grid: 128, cluster: 2, alone_time_us: 100, " + extra + "}"),
+        nullptr);
+  };
+  // 128 tiles on grid 128: B = 4 leaves 124 slots, 4 late CTAs: two tile times, the first at r(124), the
+  // late one at r(4) (r(n) = r0 - beta n of hw/h200-1gpu.yaml, tile 100 us at r(128)).
+  const auto c = run3("neighbour: compute, blocks: 4");
+  EXPECT_EQ(c["cta_slots"].get<int>(), 124);
+  EXPECT_EQ(c["late_ctas"].get<int>(), 4);
+  const double r0 = h.get("smshare.tile_rate_at_zero"), beta = h.get("smshare.tile_rate_slope");
+  auto r = [&](int n) { return r0 - beta * n; };
+  EXPECT_NEAR(c["predicted_us"].get<double>(), 100 * r(128) / r(124) + 100 * r(128) / r(4), 1e-3);
+  // A copy neighbour of the same B: the same SM time stretched by 1 + kappa u / (1 - u).
+  const auto cp = run3("neighbour: copy, blocks: 4, neighbour_alone_GBps: 1981.595");
+  const double u = 1981.595e9 / h.get("memory.fabric_bandwidth"), kappa = h.get("smshare.hbm_queue_kappa");
+  EXPECT_NEAR(cp["predicted_us"].get<double>(), c["predicted_us"].get<double>() * (1 + kappa * u / (1 - u)), 1e-6);
+  EXPECT_THROW(run3("neighbour: copy, blocks: 4, neighbour_alone_GBps: 4000"), models::ParamError);  // u >= 1
 }
