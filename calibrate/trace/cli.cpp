@@ -106,7 +106,7 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
   wi->add_flag("--comm-stream", wopt->comm_stream, "Move communication kernels to their own stream (depending only on their producers)");
   wi->add_option("--sms", wopt->sms,
                  "With --comm-stream: SMs per GPU for the SM-sharing charge of compute kernels beside a moved collective "
-                 "(their CTAs in waves over the SMs its grid leaves, hw/sm_pool.hpp); 0: no charge (default 132)")
+                 "(their CTAs in waves over the SMs its grid leaves, hw/sm_pool.hpp; a collective whose grid is >= N is refused); 0: no charge (default 132)")
       ->check(CLI::Range(0, 100000));
   wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
                  "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")

@@ -719,7 +719,13 @@ double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vect
     const auto& nd = g.nodes[j];
     if (tl.cls(tl.ops[nd.op]) != OpClass::communication || !(end_us[j] > start_us[j])) continue;
     const int64_t c = ctas_of(nd);
-    comm.push_back({start_us[j], end_us[j], c > 0 ? static_cast<int>(std::min<int64_t>(c, sms - 1)) : -1});
+    if (c >= sms)  // one block per SM: the collective would hold every SM, nothing is left for the compute kernels
+      throw std::invalid_argument(fmt::format(
+          "--sms {}: the communication kernel '{}' (trace op {}) has a grid of {} blocks, one per SM, which holds every "
+          "one of the {} SMs, so no compute kernel could run beside it; give --sms larger than {} (the GPU's SM count) "
+          "or 0 for no SM-sharing charge",
+          sms, tl.file->name_of(tl.gpu(tl.ops[nd.op])), nd.op, c, sms, c));
+    comm.push_back({start_us[j], end_us[j], c > 0 ? static_cast<int>(c) : -1});
   }
   double added = 0;
   std::map<std::pair<int64_t, int>, double> memo;

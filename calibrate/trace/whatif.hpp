@@ -226,9 +226,10 @@ struct WhatIfReport {
  * The SM-sharing charge of one replayed graph (times of the replay: start_us / end_us per node): each
  * compute kernel overlapping communication kernels gets dur x (f - 1) x overlap / dur added, f =
  * hw::waves_beside(ctas, held) / hw::waves_beside(ctas, 0) with ctas its grid (x*y*z) and held the
- * largest grid among the collectives it overlaps (one block per SM, capped at sms - 1). Returns the
- * time added (us); counts charged kernels and those without a grid. Errors: std::invalid_argument
- * for sms < 2.
+ * largest grid among the collectives it overlaps (one block per SM). Returns the time added (us);
+ * counts charged kernels and those without a grid. Errors: std::invalid_argument for sms < 2, and for
+ * a communication kernel whose grid is >= sms (it would hold every SM; the message names the kernel,
+ * its grid and --sms).
  */
 double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vector<double>& start_us,
                          const std::vector<double>& end_us, int sms, int* charged, int* no_grid);

@@ -54,6 +54,22 @@ TEST(TraceWhatIfSmSharing, TheChargeFollowsTheSmCount) {
   EXPECT_NEAR(none.whatif_us, 200.0, 1e-6);
 }
 
+TEST(TraceWhatIfSmSharing, ACollectiveHoldingEverySmIsRefused) {
+  // The all-reduce's grid is 16 blocks: on a GPU of 16 SMs or fewer it would hold every SM (it was
+  // clamped to sms - 1 free SMs before); refused, naming the kernel, its grid and --sms.
+  try {
+    run(16);
+    FAIL() << "--sms 16 with a 16-block collective was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("--sms 16"), std::string::npos) << w;
+    EXPECT_NE(w.find("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), std::string::npos) << w;
+    EXPECT_NE(w.find("grid of 16 blocks"), std::string::npos) << w;
+  }
+  EXPECT_THROW(run(8), std::invalid_argument);
+  EXPECT_NO_THROW(run(17));  // one SM left for the GEMM
+}
+
 TEST(TraceWhatIfSmSharing, WavesBesideIsTheSmPoolsWaveCount) {
   const hw::SmLimits h200;
   EXPECT_NEAR(hw::waves_beside(h200, 132, 0), 1.0, 1e-9);
