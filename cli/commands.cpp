@@ -77,12 +77,13 @@ std::string json_text(const nlohmann::json& j, int indent) { return j.dump(inden
 /// Files and messages are added to `rep`.
 void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res, const std::string& dir,
                           calibrate::PlotReport& rep) {
-  std::map<std::string, const models::Case*> by_id;
-  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  std::map<std::string, models::Case> by_id;  // the cases with a measured timeline
+  for (uint64_t i = 0; i < sc.case_count(); ++i)
+    if (models::Case c = sc.case_at(i); c.measured && !c.measured->kernels.empty()) by_id.emplace(c.id, std::move(c));
   for (const auto& r : res["cases"]) {
     const auto it = by_id.find(r["id"].get<std::string>());
-    if (it == by_id.end() || !it->second->measured || it->second->measured->kernels.empty()) continue;
-    const auto& kernels = it->second->measured->kernels;
+    if (it == by_id.end()) continue;
+    const auto& kernels = it->second.measured->kernels;
     // Devices in order, each with its role, from the predicted phases ("devN/KERNEL").
     std::map<int, std::string> roles;
     std::vector<std::pair<int, const nlohmann::json*>> predicted;
@@ -379,7 +380,7 @@ void register_all(CLI::App& app) {
     refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
     sim::set_default_event_budget(run_args->max_events);
-    auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases});
+    auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases, false});
     refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
@@ -446,7 +447,7 @@ void register_all(CLI::App& app) {
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
       try {
-        auto sc = scenario::load(path, {ci->max_cases});
+        auto sc = scenario::load(path, {ci->max_cases, false});
         auto hw = scenario::load_hardware(sc);
         auto res = scenario::run(sc, hw);
         junit_files.push_back({path, res, ""});
@@ -713,7 +714,7 @@ void register_all(CLI::App& app) {
   swc->callback([sw] {
     refuse_overwriting_input({{sw->out, "", "--out"}}, sw->scenario, "scenario file");
     sim::set_default_event_budget(sw->max_events);
-    auto sc = scenario::load(sw->scenario, {sw->max_cases});
+    auto sc = scenario::load(sw->scenario, {sw->max_cases, false});
     refuse_overwriting_input({{sw->out, "", "--out"}}, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     scenario::SweepOptions o;

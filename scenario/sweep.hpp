@@ -32,6 +32,34 @@ struct SweepReport {
   double seconds = 0;   ///< wall time of the run
 };
 
+/// split_by_cost's rule one case at a time: next(cost) is the owner of the next case in file order
+/// (the rank with the least expected cost so far; ties: the lowest rank). Every rank makes the same
+/// CostSplit from the same costs, so the split needs no list of cases. Errors: std::invalid_argument
+/// for ranks < 1.
+class CostSplit {
+ public:
+  explicit CostSplit(int ranks);
+  int next(double cost);  ///< `cost` >= 0 (a negative one counts 0)
+
+ private:
+  std::vector<double> load_;
+};
+
+/// ModelSpec::expected_cost of case `i` of a scenario, from its index without making the case (its
+/// group's parameters with the point's swept values set in one reused node): cheap, for calls with i
+/// increasing. 1 for a model without expected_cost. Errors: std::out_of_range for i >= case_count().
+class CaseCosts {
+ public:
+  explicit CaseCosts(const models::Scenario& sc);
+  double at(uint64_t i);
+
+ private:
+  const models::Scenario& sc_;
+  const models::ModelSpec* spec_;
+  const models::CaseGroup* group_ = nullptr;
+  YAML::Node scratch_;
+};
+
 /**
  * The owner rank of each case: cases in file order, each given to the rank with the least expected
  * cost so far (ties: the lowest rank), so that ranks finish together and results arrive nearly in
