@@ -38,6 +38,9 @@
 #include "scenario/sweep.hpp"
 #include "scenario/tune.hpp"
 #include "calibrate/tune_plot.hpp"
+#ifdef FUSESIM_TUNE_TRACE
+#include "cli/tune_trace.hpp"
+#endif
 #include "sim/event_budget.hpp"
 #include "sim/trace.hpp"
 
@@ -730,7 +733,8 @@ void register_all(CLI::App& app) {
 
   // ---- tune: the best knob setting per shape and M ------------------------------------------------
   struct TuneArgs {
-    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot;
+    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot,
+                from_trace;
     std::vector<std::string> shapes, values, knobs;
     int64_t exhaustive_limit = 4096;
     int restarts = 4;
@@ -740,7 +744,10 @@ void register_all(CLI::App& app) {
   auto* tc = app.add_subcommand("tune", "search a model's knobs (from its case schema) for the best setting per shape and M, and the serving threshold");
   tc->add_option("--hw", ta->hw, "hardware YAML (default hw/mi355x-8gpu.yaml, in the current folder or this checkout)");
   tc->add_option("--model", ta->model, "the model whose knobs are searched (default gemm_ar)");
-  tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes)")->required();
+  tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes; with --from-trace: "
+                                      "at most one, the parameters under every shape of the trace)");
+  tc->add_option("--from-trace", ta->from_trace, "take the shapes (M, N, K, world size) from the GEMM + all-reduce pairs of a PyTorch "
+                                                "profiler trace (a file or a folder of per-rank files)");
   tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
   tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
   tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
@@ -763,8 +770,11 @@ void register_all(CLI::App& app) {
     if (!spec) throw std::invalid_argument(fmt::format("--model: unknown model '{}' (expected one of: {})", ta->model, models::model_names()));
     const auto hw = models::load_hardware(ta->hw);
     scenario::TuneOptions o;
+    if (ta->shapes.empty() && ta->from_trace.empty()) throw std::invalid_argument("tune: give --shape K=V,... or --from-trace TRACE");
+    if (!ta->from_trace.empty() && tc->count("--m") > 0)
+      throw std::invalid_argument("--m: with --from-trace each shape's M is the trace's (leave --m out)");
     for (const auto& s : ta->shapes) o.shapes.push_back(assignments(s, "--shape"));
-    o.ms = m_list(ta->m);
+    if (ta->from_trace.empty()) o.ms = m_list(ta->m);
     o.baseline = assignments(ta->baseline, "--baseline");
     o.fixed = assignments(ta->fixed, "--fix");
     for (const auto& v : ta->values) {
@@ -783,8 +793,27 @@ void register_all(CLI::App& app) {
     o.exhaustive_limit = ta->exhaustive_limit;
     o.restarts = ta->restarts;
     o.seed = ta->seed;
-    const auto res = scenario::tune(*spec, hw, ta->hw, o);
-    const std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
+    nlohmann::json res;
+    std::string summary;  // what the trace gave (--from-trace)
+    if (!ta->from_trace.empty()) {
+#ifdef FUSESIM_TUNE_TRACE
+      const TracePairs pairs = find_gemm_allreduce_pairs(ta->from_trace);
+      try {
+        res = tune_trace_shapes(pairs, *spec, hw, ta->hw, o);
+      } catch (const std::invalid_argument&) {
+        fmt::print(stderr, "{}", format_trace_summary(pairs, nlohmann::json::object()));  // each pair and why it is not tuned
+        throw;
+      }
+      summary = format_trace_summary(pairs, res);
+#else
+      throw std::invalid_argument("--from-trace: this fusesim was built without the trace module (-DFUSESIM_TRACE=ON)");
+#endif
+    } else {
+      res = scenario::tune(*spec, hw, ta->hw, o);
+    }
+    std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
+    if (!summary.empty() && ta->format == "table") text = summary + "\n" + text;
+    else if (!summary.empty() && ta->format == "yaml") fmt::print(stderr, "{}", summary);
     if (!ta->out.empty()) {
       std::vector<hw::OutputFile> outs{{ta->out, text, "--out"}};
       hw::check_output_files(outs);
