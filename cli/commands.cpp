@@ -711,7 +711,7 @@ void register_all(CLI::App& app) {
   swc->add_option("scenario", sw->scenario, "scenario YAML file")->required();
   swc->add_option("--out", sw->out, "output file (rows written in case order as they finish)")->required();
   swc->add_option("--format", sw->format, "jsonl (a case's JSON per line) or csv (run's CSV)")->check(CLI::IsMember({"jsonl", "csv"}));
-  swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the case ids) and run the rest");
+  swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the cases: ids, parameters, the first and last rows run again) and run the rest");
   swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
   add_limit_options(swc, sw->max_cases, sw->max_events);
   swc->callback([sw] {

@@ -172,6 +172,9 @@ std::string row_difference(const std::string& kept, const std::string& now, cons
   }
   try {
     const auto a = nlohmann::json::parse(kept), b = nlohmann::json::parse(now);
+    // The prediction first (what a changed hardware file or model moves), then the keys in order.
+    if (a.contains("predicted_us") && b.contains("predicted_us") && a["predicted_us"] != b["predicted_us"])
+      return fmt::format("predicted_us (kept {}, now {})", a["predicted_us"].dump(), b["predicted_us"].dump());
     for (const auto& [k, v] : b.items()) {
       if (!a.contains(k)) return fmt::format("{} (kept: none, now {})", k, v.dump());
       if (a[k] == v) continue;

@@ -17,7 +17,7 @@ namespace fusesim::scenario {
 struct SweepOptions {
   std::string out;               ///< output file (written as cases finish; required)
   std::string format = "jsonl";  ///< jsonl (one case's JSON per line) | csv (run's CSV: a header, a row per case)
-  bool resume = false;           ///< continue `out`: keep its complete rows (checked against the case ids), run the rest
+  bool resume = false;           ///< continue `out`: keep its complete rows (checked against the cases, see sweep()), run the rest
   bool progress = true;          ///< a progress line on stderr (cases done, rate, time left), refreshed every progress_s
   double progress_s = 1.0;
 };
@@ -83,11 +83,18 @@ bool launched_under_mpi();
  * Run every case of `sc` and write its row to opt.out in case order, streaming (each row flushed
  * as soon as every earlier row is written). Under mpirun (with the MPI build), the cases are split
  * among the ranks by split_by_cost and rank 0 writes; without mpirun the same binary runs them all
- * in one process. --resume keeps the complete rows of opt.out (a partial last line is cut) after
- * checking that each is the row of the case at its position (by id; CSV: the header too).
+ * in one process. Memory does not grow with the case count: cases are made from their index
+ * (Scenario::case_at; load the scenario with LoadOptions::expand false), the owners computed case
+ * by case (CostSplit, CaseCosts). --resume keeps the complete rows of opt.out (a partial last line
+ * is cut; the file is read line by line) after checking that each is the row of the case at its
+ * position: its id (CSV: the header too), every parameter the case sets against the row's "params"
+ * echo, and the first and the last kept rows run again must give the same bytes (a hardware file
+ * or model that changed since).
  * Errors (std::invalid_argument, before any case runs): a model that runs its cases together
  * (ModelSpec::begin_run, e.g. ttft's layer fits), an unknown format, a file to resume that is not
- * this scenario's output (naming its line), an output that cannot be opened; a case that fails is
+ * this scenario's output (naming its line), a kept row whose parameters or re-run row differ from
+ * the case at its position (naming the line, the case's index and id, and the key), an output that
+ * cannot be opened; a case that fails is
  * hw::FileError (as run names it), after the rows before it were written (resume from there). Under
  * MPI a failure on any rank is printed by rank 0, which then aborts the job (exit 1).
  */

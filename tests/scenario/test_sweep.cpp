@@ -245,7 +245,7 @@ TEST(Sweep, ResumeRefusesRowsWrittenOnOtherHardware) {
   other.set_si("memory.fabric_bandwidth", 2e12);
   o.resume = true;
   const std::string e = error_of<std::invalid_argument>([&] { scenario::sweep(sc, other, o); });
-  EXPECT_NE(e.find("hwedit.jsonl:1: the kept row of case 0 ('a/m=1024') differs from the case run now at "), std::string::npos) << e;
+  EXPECT_NE(e.find("hwedit.jsonl:1: the kept row of case 0 ('a/m=1024') differs from the case run now at predicted_us (kept "), std::string::npos) << e;
   EXPECT_NE(e.find("the hardware file"), std::string::npos) << e;
   EXPECT_EQ(read_file(o.out), full);
 }
