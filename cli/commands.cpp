@@ -38,6 +38,9 @@
 #include "scenario/sweep.hpp"
 #include "scenario/tune.hpp"
 #include "calibrate/tune_plot.hpp"
+#ifdef FUSESIM_TUNE_TRACE
+#include "cli/tune_trace.hpp"
+#endif
 #include "sim/event_budget.hpp"
 #include "sim/trace.hpp"
 
@@ -77,12 +80,13 @@ std::string json_text(const nlohmann::json& j, int indent) { return j.dump(inden
 /// Files and messages are added to `rep`.
 void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res, const std::string& dir,
                           calibrate::PlotReport& rep) {
-  std::map<std::string, const models::Case*> by_id;
-  for (const auto& c : sc.cases) by_id[c.id] = &c;
+  std::map<std::string, models::Case> by_id;  // the cases with a measured timeline
+  for (uint64_t i = 0; i < sc.case_count(); ++i)
+    if (models::Case c = sc.case_at(i); c.measured && !c.measured->kernels.empty()) by_id.emplace(c.id, std::move(c));
   for (const auto& r : res["cases"]) {
     const auto it = by_id.find(r["id"].get<std::string>());
-    if (it == by_id.end() || !it->second->measured || it->second->measured->kernels.empty()) continue;
-    const auto& kernels = it->second->measured->kernels;
+    if (it == by_id.end()) continue;
+    const auto& kernels = it->second.measured->kernels;
     // Devices in order, each with its role, from the predicted phases ("devN/KERNEL").
     std::map<int, std::string> roles;
     std::vector<std::pair<int, const nlohmann::json*>> predicted;
@@ -379,7 +383,7 @@ void register_all(CLI::App& app) {
     refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
     hw::check_output_files(outputs);
     sim::set_default_event_budget(run_args->max_events);
-    auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases});
+    auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases, false});
     refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
@@ -446,7 +450,7 @@ void register_all(CLI::App& app) {
     for (const auto& path : *check_args) {
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
       try {
-        auto sc = scenario::load(path, {ci->max_cases});
+        auto sc = scenario::load(path, {ci->max_cases, false});
         auto hw = scenario::load_hardware(sc);
         auto res = scenario::run(sc, hw);
         junit_files.push_back({path, res, ""});
@@ -707,13 +711,13 @@ void register_all(CLI::App& app) {
   swc->add_option("scenario", sw->scenario, "scenario YAML file")->required();
   swc->add_option("--out", sw->out, "output file (rows written in case order as they finish)")->required();
   swc->add_option("--format", sw->format, "jsonl (a case's JSON per line) or csv (run's CSV)")->check(CLI::IsMember({"jsonl", "csv"}));
-  swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the case ids) and run the rest");
+  swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the cases: ids, parameters, the first and last rows run again) and run the rest");
   swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
   add_limit_options(swc, sw->max_cases, sw->max_events);
   swc->callback([sw] {
     refuse_overwriting_input({{sw->out, "", "--out"}}, sw->scenario, "scenario file");
     sim::set_default_event_budget(sw->max_events);
-    auto sc = scenario::load(sw->scenario, {sw->max_cases});
+    auto sc = scenario::load(sw->scenario, {sw->max_cases, false});
     refuse_overwriting_input({{sw->out, "", "--out"}}, sc.hardware_path, "scenario's hardware file");
     auto hw = scenario::load_hardware(sc);
     scenario::SweepOptions o;
@@ -729,7 +733,8 @@ void register_all(CLI::App& app) {
 
   // ---- tune: the best knob setting per shape and M ------------------------------------------------
   struct TuneArgs {
-    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot;
+    std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot,
+                from_trace;
     std::vector<std::string> shapes, values, knobs;
     int64_t exhaustive_limit = 4096;
     int restarts = 4;
@@ -739,7 +744,10 @@ void register_all(CLI::App& app) {
   auto* tc = app.add_subcommand("tune", "search a model's knobs (from its case schema) for the best setting per shape and M, and the serving threshold");
   tc->add_option("--hw", ta->hw, "hardware YAML (default hw/mi355x-8gpu.yaml, in the current folder or this checkout)");
   tc->add_option("--model", ta->model, "the model whose knobs are searched (default gemm_ar)");
-  tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes)")->required();
+  tc->add_option("--shape", ta->shapes, "fixed case parameters of one shape, KEY=VALUE,... (repeat for several shapes; with --from-trace: "
+                                      "at most one, the parameters under every shape of the trace)");
+  tc->add_option("--from-trace", ta->from_trace, "take the shapes (M, N, K, world size) from the GEMM + all-reduce pairs of a PyTorch "
+                                                "profiler trace (a file or a folder of per-rank files)");
   tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
   tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
   tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
@@ -762,8 +770,11 @@ void register_all(CLI::App& app) {
     if (!spec) throw std::invalid_argument(fmt::format("--model: unknown model '{}' (expected one of: {})", ta->model, models::model_names()));
     const auto hw = models::load_hardware(ta->hw);
     scenario::TuneOptions o;
+    if (ta->shapes.empty() && ta->from_trace.empty()) throw std::invalid_argument("tune: give --shape K=V,... or --from-trace TRACE");
+    if (!ta->from_trace.empty() && tc->count("--m") > 0)
+      throw std::invalid_argument("--m: with --from-trace each shape's M is the trace's (leave --m out)");
     for (const auto& s : ta->shapes) o.shapes.push_back(assignments(s, "--shape"));
-    o.ms = m_list(ta->m);
+    if (ta->from_trace.empty()) o.ms = m_list(ta->m);
     o.baseline = assignments(ta->baseline, "--baseline");
     o.fixed = assignments(ta->fixed, "--fix");
     for (const auto& v : ta->values) {
@@ -782,8 +793,27 @@ void register_all(CLI::App& app) {
     o.exhaustive_limit = ta->exhaustive_limit;
     o.restarts = ta->restarts;
     o.seed = ta->seed;
-    const auto res = scenario::tune(*spec, hw, ta->hw, o);
-    const std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
+    nlohmann::json res;
+    std::string summary;  // what the trace gave (--from-trace)
+    if (!ta->from_trace.empty()) {
+#ifdef FUSESIM_TUNE_TRACE
+      const TracePairs pairs = find_gemm_allreduce_pairs(ta->from_trace);
+      try {
+        res = tune_trace_shapes(pairs, *spec, hw, ta->hw, o);
+      } catch (const std::invalid_argument&) {
+        fmt::print(stderr, "{}", format_trace_summary(pairs, nlohmann::json::object()));  // each pair and why it is not tuned
+        throw;
+      }
+      summary = format_trace_summary(pairs, res);
+#else
+      throw std::invalid_argument("--from-trace: this fusesim was built without the trace module (-DFUSESIM_TRACE=ON)");
+#endif
+    } else {
+      res = scenario::tune(*spec, hw, ta->hw, o);
+    }
+    std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
+    if (!summary.empty() && ta->format == "table") text = summary + "\n" + text;
+    else if (!summary.empty() && ta->format == "yaml") fmt::print(stderr, "{}", summary);
     if (!ta->out.empty()) {
       std::vector<hw::OutputFile> outs{{ta->out, text, "--out"}};
       hw::check_output_files(outs);

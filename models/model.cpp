@@ -218,6 +218,67 @@ std::pair<int, std::string> Case::param_location(const std::string& k) const {
   return {l, where == "defaults" ? "defaults." + k : "cases[" + id + "]." + where + "." + k};
 }
 
+uint64_t CaseGroup::size() const {
+  uint64_t n = 1;
+  for (const auto& s : sweep) n *= s.values.size();
+  return n;
+}
+
+std::vector<size_t> CaseGroup::coordinates(uint64_t i) const {
+  if (i >= size()) throw std::out_of_range(fmt::format("case group '{}': point {} of {}", id, i, size()));
+  std::vector<size_t> at(sweep.size(), 0);
+  for (size_t k = sweep.size(); k-- > 0;) {
+    at[k] = size_t(i % sweep[k].values.size());
+    i /= sweep[k].values.size();
+  }
+  return at;
+}
+
+std::string CaseGroup::point_id(uint64_t i) const {
+  const std::vector<size_t> at = coordinates(i);
+  std::string out = id;
+  for (size_t k = 0; k < sweep.size(); ++k) out += "/" + sweep[k].key + "=" + sweep[k].texts[at[k]];
+  return out;
+}
+
+YAML::Node CaseGroup::point_params(uint64_t i) const {
+  const std::vector<size_t> at = coordinates(i);
+  YAML::Node out = YAML::Clone(params);
+  // Clones of the values too: assigning a node of another document would merge that document's
+  // node memory into the point's.
+  for (size_t k = 0; k < sweep.size(); ++k) out[sweep[k].key] = YAML::Clone(sweep[k].values[at[k]]);
+  return out;
+}
+
+Case CaseGroup::point(uint64_t i) const {
+  std::optional<Measured> m;
+  if (const auto it = measured.find(i); it != measured.end()) m = it->second;
+  return Case{point_id(i), point_params(i), m, tolerance_pct, line, param_lines};
+}
+
+void Scenario::add_group(CaseGroup g) {
+  group_first.push_back(group_first.empty() ? 0 : group_first.back() + groups.back().size());
+  groups.push_back(std::move(g));
+}
+
+uint64_t Scenario::case_count() const {
+  if (!cases.empty() || groups.empty()) return cases.size();
+  return group_first.back() + groups.back().size();
+}
+
+std::pair<const CaseGroup*, uint64_t> Scenario::group_of(uint64_t i) const {
+  if (groups.empty() || i >= group_first.back() + groups.back().size())
+    throw std::out_of_range(fmt::format("scenario '{}': case {} of {}", name, i, groups.empty() ? 0 : group_first.back() + groups.back().size()));
+  const size_t g = size_t(std::upper_bound(group_first.begin(), group_first.end(), i) - group_first.begin()) - 1;
+  return {&groups[g], i - group_first[g]};
+}
+
+Case Scenario::case_at(uint64_t i) const {
+  if (!cases.empty()) return cases.at(size_t(i));
+  const auto [g, j] = group_of(i);
+  return g->point(j);
+}
+
 YAML::Node Scenario::section(const std::string& key) const {
   const auto it = sections.find(key);
   if (it != sections.end()) return it->second;

@@ -5,6 +5,7 @@
 // knows no model, and every model-specific behaviour it has comes from a hook below.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,14 +63,60 @@ struct Case {
   std::pair<int, std::string> param_location(const std::string& k) const;
 };
 
+/// One case of a scenario file with its sweep not expanded (scenario/load.cpp fills it): the cases it
+/// stands for are made one at a time from their index (point()), so that a sweep's memory does not
+/// grow with its product. Point order is the cartesian product in file order, the last swept
+/// parameter varying fastest; a point's id is the case's id plus "/PARAM=VALUE" per swept parameter.
+struct CaseGroup {
+  /// One swept parameter: its values (clones of the file's nodes) and their text (hw::yaml_text).
+  struct Swept {
+    std::string key;
+    std::vector<YAML::Node> values;
+    std::vector<std::string> texts;
+  };
+  std::string id;                       ///< the case's id
+  YAML::Node params;                    ///< defaults merged with the case's params (a clone; read only)
+  std::vector<Swept> sweep;             ///< the swept parameters in file order (empty: one case)
+  std::map<uint64_t, Measured> measured;  ///< measured values by point index (sparse)
+  double tolerance_pct = 10;
+  int line = 0;                         ///< line of the case in the scenario file
+  std::map<std::string, std::pair<int, std::string>> param_lines;  ///< as Case::param_lines
+  /// How many cases the group stands for: the product of its sweep lists' lengths (1 without sweep).
+  uint64_t size() const;
+  /// The value index of each swept parameter at point `i` (< size(); std::out_of_range otherwise).
+  std::vector<size_t> coordinates(uint64_t i) const;
+  /// The id of point `i`. Errors: std::out_of_range for i >= size().
+  std::string point_id(uint64_t i) const;
+  /// The parameters of point `i`: a clone of `params` with each swept value set (a swept key that
+  /// `params` has keeps its place, a new one is appended in sweep order). Errors: std::out_of_range.
+  YAML::Node point_params(uint64_t i) const;
+  /// Point `i` as a Case (id, parameters, its measured value, tolerance, lines). Errors: std::out_of_range.
+  Case point(uint64_t i) const;
+};
+
 /// A loaded scenario file (scenario/load.hpp reads it): its cases and the top-level sections the
 /// scenario's model reads (ModelSpec::scenario_sections), kept as YAML for that model to parse.
+/// The cases are `groups` (a case of the file each, sweeps not expanded: what case_count() and
+/// case_at() read, made one at a time) and, when expanded (scenario::LoadOptions::expand, and for
+/// a model whose hooks read the whole scenario), also `cases`. A scenario built by hand may set only
+/// `cases`; case_count()/case_at() read `cases` whenever it is non-empty.
 struct Scenario {
   std::string path, name, description, hardware_path, model;
   int hardware_line = 0;  ///< line of `hardware:` in the scenario file
-  std::vector<Case> cases;
+  std::vector<Case> cases;          ///< every case, expanded (empty when loaded unexpanded)
+  std::vector<CaseGroup> groups;    ///< the file's cases, sweeps not expanded (add_group())
+  /// Append a group (keeps the index of its first case for case_at()).
+  void add_group(CaseGroup g);
+  /// How many cases the scenario has: cases.size() when `cases` is set, else the groups' sizes summed.
+  uint64_t case_count() const;
+  /// Case `i` in file order (a copy: from `cases` when set, else made from its group). Errors:
+  /// std::out_of_range for i >= case_count().
+  Case case_at(uint64_t i) const;
+  /// The group of case `i` and the point's index inside it (groups only). Errors: std::out_of_range.
+  std::pair<const CaseGroup*, uint64_t> group_of(uint64_t i) const;
   std::map<std::string, YAML::Node> sections;   ///< model-owned top-level key -> its node
   std::map<std::string, int> section_lines;     ///< model-owned top-level key -> the line of the key
+  std::vector<uint64_t> group_first;  ///< index of each group's first case (add_group() keeps it)
   /// The section `key` (an undefined node when the file has none) and the line of its key (0: none).
   YAML::Node section(const std::string& key) const;
   int section_line(const std::string& key) const;

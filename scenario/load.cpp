@@ -100,12 +100,40 @@ YAML::Node load_scenario_root(const std::string& path) {
   });
 }
 
-bool matches(const YAML::Node& params, const YAML::Node& at) {
-  for (auto it = at.begin(); it != at.end(); ++it) {
-    const auto p = params[it->first.as<std::string>()];
-    if (!p || hw::yaml_text(p) != hw::yaml_text(it->second)) return false;
+/// The first id of group `g` (in point order) that a group before it in `sc` also has, else the
+/// first id `g` has twice (a sweep list with a value given twice); empty when none. Without
+/// expanding: a point's id is its case's id or starts with it and "/", so only groups whose ids are
+/// equal or one is the other's "/"-prefix can share an id (`ids`: the earlier groups' ids); those
+/// few are compared point by point.
+std::string duplicate_id(const models::Scenario& sc, const models::CaseGroup& g, const std::set<std::string>& ids) {
+  auto related = [&](const std::string& a, const std::string& b) {  // a == b, or one is the other's "/"-prefix
+    const std::string& s = a.size() <= b.size() ? a : b;
+    const std::string& l = a.size() <= b.size() ? b : a;
+    return l.compare(0, s.size(), s) == 0 && (l.size() == s.size() || l[s.size()] == '/');
+  };
+  bool any = ids.count(g.id) > 0;
+  for (size_t p = g.id.find('/'); p != std::string::npos && !any; p = g.id.find('/', p + 1)) any = ids.count(g.id.substr(0, p)) > 0;
+  if (const auto it = ids.lower_bound(g.id + "/"); !any && it != ids.end()) any = related(*it, g.id);
+  if (any) {
+    std::set<std::string> before;
+    for (const auto& e : sc.groups)
+      if (related(e.id, g.id))
+        for (uint64_t i = 0; i < e.size(); ++i) before.insert(e.point_id(i));
+    for (uint64_t i = 0; i < g.size(); ++i)
+      if (const std::string id = g.point_id(i); before.count(id)) return id;
   }
-  return true;
+  // Inside the group: the first point with a value equal to an earlier one of its list. The
+  // smallest such point in point order changes only the fastest-varying list that has a repeat.
+  for (size_t k = g.sweep.size(); k-- > 0;) {
+    const auto& t = g.sweep[k].texts;
+    for (size_t j = 1; j < t.size(); ++j)
+      if (std::find(t.begin(), t.begin() + j, t[j]) != t.begin() + j) {
+        uint64_t stride = 1;
+        for (size_t q = k + 1; q < g.sweep.size(); ++q) stride *= g.sweep[q].values.size();
+        return g.point_id(j * stride);
+      }
+  }
+  return "";
 }
 
 /// Every model's scenario sections: key -> (owning spec, what it does).
@@ -187,7 +215,7 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
                                   "--max-cases N to allow more)",
                                   total >= UINT64_C(1) << 62 ? "over " : "", total, opt.max_cases));
   }
-  std::set<std::string> ids;
+  std::set<std::string> ids;  // the groups' ids so far (duplicate_id)
   // Keys in messages: cases[ID].field, or cases[INDEX].field (0-based) while the case has no usable id.
   for (size_t ci = 0; ci < root["cases"].size(); ++ci) {
     const YAML::Node cnode = root["cases"][ci];
@@ -204,44 +232,41 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
     if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, hw::yaml_line(cnode["params"]), key + ".params", "expected a mapping");
     const double ctol = cnode["tolerance_pct"] ? hw::yaml_number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
     if (!(ctol > 0)) throw FileError(path, hw::yaml_line(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");
-    // Expand the sweep (cartesian product in file order).
-    std::vector<std::pair<std::string, YAML::Node>> points{{id, hw::yaml_merged(defaults, cnode["params"])}};
+    // The sweep, not expanded: its lists (cloned), the cases made from an index when needed.
+    models::CaseGroup g;
+    g.id = id;
+    g.params = YAML::Clone(hw::yaml_merged(defaults, cnode["params"]));
+    g.tolerance_pct = ctol;
+    g.line = hw::yaml_line(cnode);
     std::vector<std::string> swept;  // the swept parameters, in file order
     if (const auto sw = cnode["sweep"]) {
       if (!sw.IsMap()) throw FileError(path, hw::yaml_line(sw), key + ".sweep", "expected {param: [values]}");
       for (auto it = sw.begin(); it != sw.end(); ++it) {
         const std::string p = it->first.as<std::string>();
         swept.push_back(p);
-
         if (!it->second.IsSequence() || it->second.size() == 0)
           throw FileError(path, hw::yaml_line(it->second), key + ".sweep." + p, "expected a non-empty list of values");
-        std::vector<std::pair<std::string, YAML::Node>> next;
-        for (const auto& [pid, prm] : points)
-          for (YAML::const_iterator vi = it->second.begin(); vi != it->second.end(); ++vi) {
-            const YAML::Node v = *vi;
-            // Clone the value too: assigning a node of the file's document would merge that whole
-            // document's node memory into every point (memory grew faster than the point count).
-            YAML::Node copy = YAML::Clone(prm);
-            copy[p] = YAML::Clone(v);
-            next.push_back({pid + "/" + p + "=" + hw::yaml_text(v), copy});
-          }
-        points.swap(next);
+        models::CaseGroup::Swept one{p, {}, {}};
+        for (YAML::const_iterator vi = it->second.begin(); vi != it->second.end(); ++vi) {
+          one.values.push_back(YAML::Clone(*vi));
+          one.texts.push_back(hw::yaml_text(*vi));
+        }
+        g.sweep.push_back(std::move(one));
       }
     }
-    std::map<std::string, std::pair<int, std::string>> plines;
+    const uint64_t npoints = g.size();
     auto note_lines = [&](const YAML::Node& map, const char* where) {
       if (map && map.IsMap())
-        for (auto it = map.begin(); it != map.end(); ++it) plines[it->first.as<std::string>()] = {hw::yaml_line(it->first), where};
+        for (auto it = map.begin(); it != map.end(); ++it) g.param_lines[it->first.as<std::string>()] = {hw::yaml_line(it->first), where};
     };
     note_lines(defaults, "defaults");
     note_lines(cnode["params"], "params");
     note_lines(cnode["sweep"], "sweep");
-    std::vector<std::optional<models::Measured>> meas(points.size());
-    std::vector<int> meas_line(points.size(), 0);  // line of the entry that gave each point's value
+    std::map<uint64_t, int> meas_line;  // point -> line of the entry that gave its value
     if (const auto m = cnode["measured"]) {
       if (m.IsMap()) {
-        if (points.size() != 1) throw FileError(path, hw::yaml_line(m), key + ".measured", "a swept case needs a list of {at: {...}, value_us, source}");
-        meas[0] = parse_measured_one(m, path, key + ".measured", kMeasuredKeys);
+        if (npoints != 1) throw FileError(path, hw::yaml_line(m), key + ".measured", "a swept case needs a list of {at: {...}, value_us, source}");
+        g.measured[0] = parse_measured_one(m, path, key + ".measured", kMeasuredKeys);
       } else if (m.IsSequence()) {
         for (size_t ei = 0; ei < m.size(); ++ei) {
           const YAML::Node e = m[ei];
@@ -258,46 +283,68 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
                               swept.empty() ? "this case has no sweep (give measured: {value_us, source} instead of a list)"
                                             : fmt::format("'{}' is not a swept parameter of this case (swept: {})", k, fmt::join(swept, ", ")));
           }
-          std::vector<size_t> hits;
-          for (size_t i = 0; i < points.size(); ++i)
-            if (matches(points[i].second, at)) hits.push_back(i);
-          if (hits.empty()) {
+          // The points it matches, per swept parameter (a parameter `at` leaves out: every value),
+          // without expanding: their count is the product, the first is each list's first match.
+          uint64_t nhits = 1, first = 0;
+          for (const auto& sw : g.sweep) {
+            std::vector<size_t> idx;
+            if (const YAML::Node v = at[sw.key]) {
+              const std::string t = hw::yaml_text(v);
+              for (size_t j = 0; j < sw.texts.size(); ++j)
+                if (sw.texts[j] == t) idx.push_back(j);
+            } else {
+              for (size_t j = 0; j < sw.texts.size(); ++j) idx.push_back(j);
+            }
+            nhits *= idx.size();
+            first = first * sw.values.size() + (idx.empty() ? 0 : idx[0]);
+          }
+          if (nhits == 0) {
             // Name the swept values: a mistyped one in the sweep list otherwise shows up only here.
             std::vector<std::string> lists;
             for (const auto& k : swept) lists.push_back(k + ": " + hw::yaml_text(cnode["sweep"][k]));
             throw FileError(path, hw::yaml_line(e), ekey + ".at",
                             fmt::format("'{}' matches no sweep point (swept: {})", hw::yaml_text(at), fmt::join(lists, "; ")));
           }
-          if (hits.size() > 1)
+          if (nhits > 1)
             throw FileError(path, hw::yaml_line(e), ekey + ".at",
                             fmt::format("'{}' matches {} sweep points ({}, ...); give a value for each swept parameter ({})",
-                                        hw::yaml_text(at), hits.size(), points[hits[0]].first, fmt::join(swept, ", ")));
-          if (meas_line[hits[0]])
+                                        hw::yaml_text(at), nhits, g.point_id(first), fmt::join(swept, ", ")));
+          if (meas_line.count(first))
             throw FileError(path, hw::yaml_line(e), ekey + ".at",
-                            fmt::format("sweep point '{}' given twice (also on line {})", hw::yaml_text(at), meas_line[hits[0]]));
-          meas[hits[0]] = one;
-          meas_line[hits[0]] = hw::yaml_line(e);
+                            fmt::format("sweep point '{}' given twice (also on line {})", hw::yaml_text(at), meas_line[first]));
+          g.measured[first] = one;
+          meas_line[first] = hw::yaml_line(e);
         }
       } else {
         throw FileError(path, hw::yaml_line(m), key + ".measured", "expected {value_us, source} or a list of them");
       }
     }
     if (const auto mp = cnode["measured_phases"]) {
-      if (points.size() != 1) throw FileError(path, hw::yaml_line(mp), key + ".measured_phases", "only for a case without sweep");
+      if (npoints != 1) throw FileError(path, hw::yaml_line(mp), key + ".measured_phases", "only for a case without sweep");
       if (mp.IsMap() && !mp["phases_us"])
         throw FileError(path, hw::yaml_line(mp), key + ".measured_phases", "needs phases_us: {phase: us, ...}");
       models::Measured ph = parse_measured_one(mp, path, key + ".measured_phases", kMeasuredPhasesKeys);
-      if (meas[0]) {
-        meas[0]->phases_us = ph.phases_us;
-        meas[0]->source += "; phases: " + ph.source;
+      if (g.measured.count(0)) {
+        g.measured[0].phases_us = ph.phases_us;
+        g.measured[0].source += "; phases: " + ph.source;
       } else {
-        meas[0] = ph;
+        g.measured[0] = ph;
       }
     }
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (!ids.insert(points[i].first).second) throw FileError(path, hw::yaml_line(cnode), key, "duplicate case id '" + points[i].first + "'");
-      sc.cases.push_back(models::Case{points[i].first, points[i].second, meas[i], ctol, hw::yaml_line(cnode), plines});
-    }
+    if (const std::string dup = duplicate_id(sc, g, ids); !dup.empty())
+      throw FileError(path, hw::yaml_line(cnode), key, "duplicate case id '" + dup + "'");
+    ids.insert(g.id);
+    sc.add_group(std::move(g));
+  }
+  // Expanded: every case made once and kept (what a model's whole-scenario hooks read).
+  const models::ModelSpec* model_spec = models::find_spec(sc.model);
+  const bool hooks_read_cases =
+      model_spec && (model_spec->check_scenario || model_spec->begin_run || model_spec->judge || model_spec->fitted_kernels);
+  if (opt.expand || hooks_read_cases) {
+    const uint64_t n = sc.case_count();
+    sc.cases.reserve(size_t(n));
+    for (const auto& g : sc.groups)
+      for (uint64_t j = 0; j < g.size(); ++j) sc.cases.push_back(g.point(j));
   }
   // Sections of a model (kernel_durations, layer_fits): kept for it, refused in another model's file,
   // and checked by the scenario's own model once the cases are read.
@@ -309,7 +356,7 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
     sc.sections[key] = root[key];
     sc.section_lines[key] = key_line[key];
   }
-  if (const models::ModelSpec* spec = models::find_spec(sc.model); spec && spec->check_scenario) spec->check_scenario(sc);
+  if (model_spec && model_spec->check_scenario) model_spec->check_scenario(sc);
   return sc;
 } catch (const YAML::Exception& e) {
   throw FileError(path, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "unexpected value (yaml-cpp: " + e.msg + ")");

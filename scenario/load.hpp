@@ -16,6 +16,12 @@ struct LoadOptions {
   /// Most cases the file may expand to (every case's sweep product, summed), counted before any
   /// sweep is expanded; more is a FileError with the count (the CLI's --max-cases). Default 10^6.
   uint64_t max_cases = 1000000;
+  /// Whether to make every case up front into Scenario::cases (what code that reads `cases` needs).
+  /// false: only Scenario::groups, each case made from its index when read (case_at), so memory does
+  /// not grow with the sweep's product and a run reaches its first case at once; a model whose
+  /// hooks read the whole scenario (check_scenario, begin_run, judge, fitted_kernels) is expanded
+  /// anyway. `run`, `check` and `sweep` load unexpanded.
+  bool expand = true;
 };
 
 /**

@@ -91,7 +91,11 @@ nlohmann::json run(const models::Scenario& sc, const hw::Hardware& hw, const Run
   nlohmann::json cases = nlohmann::json::array();
   std::vector<double> errs;
   int outside = 0, known = 0, unexpected = 0;
-  for (const auto& c : sc.cases) {
+  // Case by case in file order, each made from its index when the scenario was loaded unexpanded
+  // (a sweep's first case runs, and its error shows, before the rest are made).
+  const uint64_t ncases = sc.case_count();
+  for (uint64_t ci = 0; ci < ncases; ++ci) {
+    const Case c = sc.case_at(ci);
     if (!selected(c)) continue;
     if (opt.trace) opt.trace->set_prefix(c.id + ":");
     std::optional<nlohmann::json> given = state ? state->result(c) : std::nullopt;

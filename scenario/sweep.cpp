@@ -1,7 +1,11 @@
 // Sweeps: every case run one by one, streamed in case order, split among MPI ranks under mpirun.
 #include "scenario/sweep.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cmath>
+#include <optional>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -26,18 +30,41 @@
 
 namespace fusesim::scenario {
 
-std::vector<int> split_by_cost(const std::vector<double>& cost, int ranks) {
+CostSplit::CostSplit(int ranks) {
   if (ranks < 1) throw std::invalid_argument(fmt::format("split_by_cost: ranks must be >= 1, got {}", ranks));
-  std::vector<double> load(ranks, 0.0);
+  load_.assign(size_t(ranks), 0.0);
+}
+
+int CostSplit::next(double cost) {
+  int best = 0;
+  for (int r = 1; r < int(load_.size()); ++r)
+    if (load_[r] < load_[best]) best = r;
+  load_[best] += cost > 0 ? cost : 0.0;
+  return best;
+}
+
+std::vector<int> split_by_cost(const std::vector<double>& cost, int ranks) {
+  CostSplit split(ranks);
   std::vector<int> owner(cost.size(), 0);
-  for (size_t i = 0; i < cost.size(); ++i) {
-    int best = 0;
-    for (int r = 1; r < ranks; ++r)
-      if (load[r] < load[best]) best = r;
-    owner[i] = best;
-    load[best] += cost[i] > 0 ? cost[i] : 0.0;
-  }
+  for (size_t i = 0; i < cost.size(); ++i) owner[i] = split.next(cost[i]);
   return owner;
+}
+
+CaseCosts::CaseCosts(const models::Scenario& sc) : sc_(sc), spec_(models::find_spec(sc.model)) {}
+
+double CaseCosts::at(uint64_t i) {
+  if (!spec_ || !spec_->expected_cost) return 1.0;
+  if (!sc_.cases.empty()) return spec_->expected_cost(sc_.cases.at(size_t(i)).params);
+  const auto [g, j] = sc_.group_of(i);
+  if (g != group_) {
+    group_ = g;
+    scratch_ = YAML::Clone(g->params);
+    for (const auto& sw : g->sweep) scratch_[sw.key] = sw.values[0];
+  }
+  // Only the swept values are set (no clone): the point's parameters as expected_cost reads them.
+  const std::vector<size_t> at = g->coordinates(j);
+  for (size_t k = 0; k < at.size(); ++k) scratch_[g->sweep[k].key] = g->sweep[k].values[at[k]];
+  return spec_->expected_cost(scratch_);
 }
 
 std::string sweep_csv_header() {
@@ -55,7 +82,7 @@ std::string sweep_row(const models::Scenario& sc, const hw::Hardware& hw, size_t
   one.hardware_line = sc.hardware_line;
   one.sections = sc.sections;
   one.section_lines = sc.section_lines;
-  one.cases.push_back(sc.cases.at(index));
+  one.cases.push_back(sc.case_at(index));
   nlohmann::json res = run(one, hw);
   if (format == "csv") {
     res["summary"] = nlohmann::json::object();
@@ -73,55 +100,177 @@ bool launched_under_mpi() {
 
 namespace {
 
+/// The fields of one CSV line (RFC 4180 quoting: a quoted field doubles its quotes).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        out.back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
+/// A YAML scalar against the JSON value a model echoed for it: the same text, number or flag.
+bool same_value(const YAML::Node& given, const nlohmann::json& echoed) {
+  if (!given.IsScalar()) return hw::yaml_text(given) == echoed.dump();
+  const std::string& t = given.Scalar();
+  if (echoed.is_string()) return t == echoed.get<std::string>();
+  if (echoed.is_boolean()) {
+    bool b = false;
+    return YAML::convert<bool>::decode(given, b) && b == echoed.get<bool>();
+  }
+  if (echoed.is_number()) {
+    double v = 0;
+    if (!YAML::convert<double>::decode(given, v)) return false;
+    const double e = echoed.get<double>();
+    return v == e || std::fabs(v - e) <= 1e-12 * std::max(std::fabs(v), std::fabs(e));
+  }
+  return hw::yaml_text(given) == echoed.dump();
+}
+
+/// The first parameter the case sets whose value differs from what a kept row's "params" echo
+/// ("" when they agree; a key the model does not echo is not compared): {key, kept, now}.
+std::optional<std::array<std::string, 3>> differing_param(const models::Case& c, const nlohmann::json& echoed) {
+  if (!echoed.is_object() || !c.params.IsMap()) return std::nullopt;
+  for (auto it = c.params.begin(); it != c.params.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const auto e = echoed.find(k);
+    if (e == echoed.end()) continue;
+    if (!same_value(it->second, *e)) return std::array<std::string, 3>{k, e->is_string() ? e->get<std::string>() : e->dump(), hw::yaml_text(it->second)};
+  }
+  return std::nullopt;
+}
+
+/// Where a kept row and the row of the same case run now differ: "key (kept X, now Y)", the key a
+/// JSON line's top-level key (params.K inside params) or a CSV column; "" when they are the same.
+std::string row_difference(const std::string& kept, const std::string& now, const std::string& format) {
+  if (kept == now) return "";
+  if (format == "csv") {
+    const std::vector<std::string> names = csv_fields(sweep_csv_header().substr(0, sweep_csv_header().size() - 1));
+    const std::vector<std::string> a = csv_fields(kept), b = csv_fields(now);
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const std::string x = i < a.size() ? a[i] : "", y = i < b.size() ? b[i] : "";
+      if (x != y) return fmt::format("column {} (kept {}, now {})", i < names.size() ? names[i] : std::to_string(i + 1), x, y);
+    }
+    return "the row's text";
+  }
+  try {
+    const auto a = nlohmann::json::parse(kept), b = nlohmann::json::parse(now);
+    // The prediction first (what a changed hardware file or model moves), then the keys in order.
+    if (a.contains("predicted_us") && b.contains("predicted_us") && a["predicted_us"] != b["predicted_us"])
+      return fmt::format("predicted_us (kept {}, now {})", a["predicted_us"].dump(), b["predicted_us"].dump());
+    for (const auto& [k, v] : b.items()) {
+      if (!a.contains(k)) return fmt::format("{} (kept: none, now {})", k, v.dump());
+      if (a[k] == v) continue;
+      if (v.is_object() && a[k].is_object())
+        for (const auto& [k2, v2] : v.items())
+          if (!a[k].contains(k2) || a[k][k2] != v2)
+            return fmt::format("{}.{} (kept {}, now {})", k, k2, a[k].contains(k2) ? a[k][k2].dump() : "none", v2.dump());
+      return fmt::format("{} (kept {}, now {})", k, a[k].dump(), v.dump());
+    }
+    for (const auto& [k, v] : a.items())
+      if (!b.contains(k)) return fmt::format("{} (kept {}, now: none)", k, v.dump());
+  } catch (const std::exception&) {
+  }
+  return "the row's text";
+}
+
 /// The rows of a previous output to keep: how many complete rows match the scenario's first cases,
-/// and the byte length they span (a partial last line is cut). Errors: std::invalid_argument naming
-/// the line that is not the row of the case at its position.
-std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const std::string& path, const std::string& format) {
+/// and the byte length they span (a partial last line is cut). Read line by line (memory does not
+/// grow with the file). Each kept row must be the row of the case at its position: its id, and
+/// every parameter the case sets that the row's "params" echo; the first and the last kept rows are
+/// run again and must come out the same bytes (a hardware file or model changed since is found
+/// there). Errors: std::invalid_argument naming the file's line, the case (index and id) and the
+/// key that differs.
+std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const hw::Hardware& hw, const std::string& path,
+                                             const std::string& format) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {0, 0};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  size_t pos = 0;
+  uintmax_t pos = 0;
   int64_t rows = 0;
-  int line = 0;
+  int64_t line = 0;
+  std::string row;
+  const uint64_t ncases = sc.case_count();
   if (format == "csv") {
     const std::string header = sweep_csv_header();
-    if (text.size() < header.size()) {
-      if (header.compare(0, text.size(), text) == 0) return {0, 0};  // cut inside the header
+    std::string head(header.size(), '\0');
+    in.read(head.data(), std::streamsize(header.size()));
+    head.resize(size_t(in.gcount()));
+    if (header.compare(0, head.size(), head) != 0)
       throw std::invalid_argument(fmt::format("--resume: {}:1: not a fusesim sweep CSV (its header differs)", path));
-    }
-    if (text.compare(0, header.size(), header) != 0)
-      throw std::invalid_argument(fmt::format("--resume: {}:1: not a fusesim sweep CSV (its header differs)", path));
+    if (head.size() < header.size()) return {0, 0};  // cut inside the header
     pos = header.size();
     line = 1;
   }
-  while (true) {
-    const size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) break;  // a partial last line: cut, run again
+  std::vector<std::pair<int64_t, std::string>> rerun;  // (case, kept row) of the first and the last kept rows
+  int64_t rerun_line[2] = {0, 0};
+  while (std::getline(in, row)) {
+    if (in.eof()) break;  // a partial last line (no newline): cut, run again
     ++line;
-    const std::string row = text.substr(pos, nl - pos);
-    if (rows >= int64_t(sc.cases.size()))
-      throw std::invalid_argument(fmt::format("--resume: {}:{}: more rows than the scenario's {} cases", path, line, sc.cases.size()));
-    const std::string& id = sc.cases[rows].id;
+    if (uint64_t(rows) >= ncases)
+      throw std::invalid_argument(fmt::format("--resume: {}:{}: more rows than the scenario's {} cases", path, line, ncases));
+    const models::Case c = sc.case_at(uint64_t(rows));
     bool ok = false;
+    nlohmann::json echoed;
     if (format == "csv") {
-      const std::string head = models::csv_quoted(id) + ",";
+      const std::string head = models::csv_quoted(c.id) + ",";
       ok = row.compare(0, head.size(), head) == 0;
-    } else {
-      try {
-        const auto j = nlohmann::json::parse(row);
-        ok = j.is_object() && j.contains("id") && j["id"] == id;
-      } catch (const std::exception&) {
-        ok = false;
+      if (ok) {
+        const std::vector<std::string> f = csv_fields(row);
+        if (f.size() > 4) echoed = nlohmann::json::parse(f[4], nullptr, false);
       }
+    } else {
+      const auto j = nlohmann::json::parse(row, nullptr, false);
+      ok = j.is_object() && j.contains("id") && j["id"] == c.id;
+      if (ok && j.contains("params")) echoed = j["params"];
     }
     if (!ok)
       throw std::invalid_argument(fmt::format("--resume: {}:{}: expected the row of case {} ('{}') of {}; is this the output of "
                                               "another scenario or format?",
-                                              path, line, rows, id, sc.path));
+                                              path, line, rows, c.id, sc.path));
+    if (const auto d = differing_param(c, echoed))
+      throw std::invalid_argument(fmt::format("--resume: {}:{}: the kept row of case {} ('{}') has {} = {}, but the case now sets {}: {} "
+                                              "(was {} edited since?); nothing was run: remove the rows from line {} on, or the file, "
+                                              "to run them again",
+                                              path, line, rows, c.id, (*d)[0], (*d)[1], (*d)[0], (*d)[2], sc.path, line));
+    if (rows == 0) {
+      rerun.push_back({0, row});
+      rerun_line[0] = line;
+    } else if (rerun.size() < 2) {
+      rerun.push_back({rows, row});
+      rerun_line[1] = line;
+    } else {
+      rerun[1] = {rows, row};
+      rerun_line[1] = line;
+    }
     ++rows;
-    pos = nl + 1;
+    pos += row.size() + 1;
+  }
+  for (size_t r = 0; r < rerun.size(); ++r) {
+    const std::string now = sweep_row(sc, hw, size_t(rerun[r].first), format);
+    const std::string diff = row_difference(rerun[r].second, now.substr(0, now.size() - 1), format);
+    if (!diff.empty())
+      throw std::invalid_argument(fmt::format("--resume: {}:{}: the kept row of case {} ('{}') differs from the case run now at {}: the "
+                                              "hardware file ({}) or the model changed since it was written; nothing was run: remove "
+                                              "the file to run every case again",
+                                              path, rerun_line[r], rerun[r].first, sc.case_at(uint64_t(rerun[r].first)).id, diff,
+                                              sc.hardware_path));
   }
   return {rows, pos};
 }
@@ -171,7 +320,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
                                             "be swept one by one; use fusesim run",
                                             sc.path, sc.model));
   SweepReport rep;
-  rep.cases = int64_t(sc.cases.size());
+  rep.cases = int64_t(sc.case_count());
   bool mpi = false;
 #ifdef FUSESIM_HAVE_MPI
   if (launched_under_mpi()) {
@@ -190,7 +339,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   if (rep.rank == 0) {
     try {
       uintmax_t keep = 0;
-      if (opt.resume) std::tie(start, keep) = resumable_rows(sc, opt.out, opt.format);
+      if (opt.resume) std::tie(start, keep) = resumable_rows(sc, hw, opt.out, opt.format);
       std::error_code ec;
       if (opt.resume && std::filesystem::exists(opt.out, ec)) {
         std::filesystem::resize_file(opt.out, keep, ec);
@@ -221,17 +370,23 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
     throw std::invalid_argument(setup_error);
   }
   rep.resumed = start;
-  // Who runs what: by expected cost over the cases left.
-  std::vector<double> cost;
-  for (size_t i = size_t(start); i < sc.cases.size(); ++i) cost.push_back(spec && spec->expected_cost ? spec->expected_cost(sc.cases[i].params) : 1.0);
-  const std::vector<int> owner = split_by_cost(cost, rep.ranks);
-  std::vector<int64_t> mine;
-  for (size_t j = 0; j < owner.size(); ++j)
-    if (owner[j] == rep.rank) mine.push_back(start + int64_t(j));
-
+  // Who runs what: by expected cost over the cases left, computed case by case on every rank (the
+  // same CostSplit from the same costs: no list of cases is kept).
+  CostSplit split(rep.ranks);
+  CaseCosts costs(sc);
+  int64_t scan = start;  // the next case whose owner is not known yet
+  // The next case of this rank at or after `scan` (rep.cases: none left).
+  auto next_mine = [&]() -> int64_t {
+    while (scan < rep.cases) {
+      const int64_t i = scan++;
+      if (rep.ranks == 1 || split.next(costs.at(uint64_t(i))) == rep.rank) return i;
+    }
+    return rep.cases;
+  };
   if (rep.rank != 0) {
 #ifdef FUSESIM_HAVE_MPI
-    for (int64_t i : mine) {
+    for (int64_t i = next_mine(); i < rep.cases; i = next_mine()) {
+      ++rep.ran;
       try {
         send_row(i, sweep_row(sc, hw, size_t(i), opt.format));
       } catch (const std::exception& e) {
@@ -241,7 +396,6 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
     }
     MPI_Finalize();
 #endif
-    rep.ran = int64_t(mine.size());
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return rep;
   }
@@ -317,7 +471,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
     }
   };
 #endif
-  for (int64_t i : mine) {
+  for (int64_t i = next_mine(); i < rep.cases; i = next_mine()) {
     try {
       take(i, sweep_row(sc, hw, size_t(i), opt.format));
     } catch (const std::exception& e) {

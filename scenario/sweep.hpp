@@ -17,7 +17,7 @@ namespace fusesim::scenario {
 struct SweepOptions {
   std::string out;               ///< output file (written as cases finish; required)
   std::string format = "jsonl";  ///< jsonl (one case's JSON per line) | csv (run's CSV: a header, a row per case)
-  bool resume = false;           ///< continue `out`: keep its complete rows (checked against the case ids), run the rest
+  bool resume = false;           ///< continue `out`: keep its complete rows (checked against the cases, see sweep()), run the rest
   bool progress = true;          ///< a progress line on stderr (cases done, rate, time left), refreshed every progress_s
   double progress_s = 1.0;
 };
@@ -30,6 +30,34 @@ struct SweepReport {
   int ranks = 1;        ///< processes (MPI ranks) that ran them
   int rank = 0;         ///< this process's rank (only rank 0 writes and reports)
   double seconds = 0;   ///< wall time of the run
+};
+
+/// split_by_cost's rule one case at a time: next(cost) is the owner of the next case in file order
+/// (the rank with the least expected cost so far; ties: the lowest rank). Every rank makes the same
+/// CostSplit from the same costs, so the split needs no list of cases. Errors: std::invalid_argument
+/// for ranks < 1.
+class CostSplit {
+ public:
+  explicit CostSplit(int ranks);
+  int next(double cost);  ///< `cost` >= 0 (a negative one counts 0)
+
+ private:
+  std::vector<double> load_;
+};
+
+/// ModelSpec::expected_cost of case `i` of a scenario, from its index without making the case (its
+/// group's parameters with the point's swept values set in one reused node): cheap, for calls with i
+/// increasing. 1 for a model without expected_cost. Errors: std::out_of_range for i >= case_count().
+class CaseCosts {
+ public:
+  explicit CaseCosts(const models::Scenario& sc);
+  double at(uint64_t i);
+
+ private:
+  const models::Scenario& sc_;
+  const models::ModelSpec* spec_;
+  const models::CaseGroup* group_ = nullptr;
+  YAML::Node scratch_;
 };
 
 /**
@@ -55,11 +83,18 @@ bool launched_under_mpi();
  * Run every case of `sc` and write its row to opt.out in case order, streaming (each row flushed
  * as soon as every earlier row is written). Under mpirun (with the MPI build), the cases are split
  * among the ranks by split_by_cost and rank 0 writes; without mpirun the same binary runs them all
- * in one process. --resume keeps the complete rows of opt.out (a partial last line is cut) after
- * checking that each is the row of the case at its position (by id; CSV: the header too).
+ * in one process. Memory does not grow with the case count: cases are made from their index
+ * (Scenario::case_at; load the scenario with LoadOptions::expand false), the owners computed case
+ * by case (CostSplit, CaseCosts). --resume keeps the complete rows of opt.out (a partial last line
+ * is cut; the file is read line by line) after checking that each is the row of the case at its
+ * position: its id (CSV: the header too), every parameter the case sets against the row's "params"
+ * echo, and the first and the last kept rows run again must give the same bytes (a hardware file
+ * or model that changed since).
  * Errors (std::invalid_argument, before any case runs): a model that runs its cases together
  * (ModelSpec::begin_run, e.g. ttft's layer fits), an unknown format, a file to resume that is not
- * this scenario's output (naming its line), an output that cannot be opened; a case that fails is
+ * this scenario's output (naming its line), a kept row whose parameters or re-run row differ from
+ * the case at its position (naming the line, the case's index and id, and the key), an output that
+ * cannot be opened; a case that fails is
  * hw::FileError (as run names it), after the rows before it were written (resume from there). Under
  * MPI a failure on any rank is printed by rank 0, which then aborts the job (exit 1).
  */

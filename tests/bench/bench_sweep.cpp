@@ -5,6 +5,9 @@
 // 10^5-case sweep are tests/bench/sweep_mpi_ratio.sh.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <string>
+
 #include "scenario/load.hpp"
 #include "scenario/sweep.hpp"
 
@@ -52,6 +55,44 @@ static void BM_SweepCollective(benchmark::State& state) {
   state.counters["cases_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SweepCollective)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// What a sweep of a scenario loaded unexpanded (scenario::LoadOptions::expand false) adds per case:
+// making case i from its index (Scenario::case_at) and its expected cost (CaseCosts::at, every rank
+// computes it for every case), over a 10^5-case sweep of three lists.
+namespace {
+models::Scenario million_cases() {
+  std::string m, c, t;
+  for (int i = 1; i <= 100; ++i) m += (i > 1 ? "," : "") + std::to_string(128 * i);
+  for (int i = 1; i <= 100; ++i) c += (i > 1 ? "," : "") + std::to_string(i);
+  const std::string path = "/tmp/fusesim_bench_million.yaml";
+  std::ofstream(path) << "scenario: million\nhardware: " FUSESIM_SOURCE_DIR "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n"
+                      << "defaults: {n: 7168, k: 2048, world_size: 8, quant: blockscale, mode: fused-sdma}\ncases:\n  - id: a\n"
+                      << "    sweep: {m: [" << m << "], chunks: [" << c << "], pull_blocks: [16, 24, 32, 48, 64, 80, 96, 112, 128, 256]}\n";
+  scenario::LoadOptions o;
+  o.expand = false;
+  return scenario::load(path, o);
+}
+}  // namespace
+static void BM_CaseFromIndex(benchmark::State& state) {
+  const auto sc = million_cases();
+  uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(sc.case_at(i));
+    i = (i + 7919) % sc.case_count();
+  }
+  state.counters["cases_in_file"] = double(sc.case_count());
+}
+BENCHMARK(BM_CaseFromIndex)->Unit(benchmark::kMicrosecond);
+static void BM_CostFromIndex(benchmark::State& state) {
+  const auto sc = million_cases();
+  scenario::CaseCosts costs(sc);
+  uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(costs.at(i));
+    i = (i + 1) % sc.case_count();
+  }
+}
+BENCHMARK(BM_CostFromIndex)->Unit(benchmark::kMicrosecond);
 
 // One fused-sdma case (N=7168, K=2048, ws=8) against M: the cost model of the MPI split.
 static void BM_GemmArCaseByM(benchmark::State& state) {
