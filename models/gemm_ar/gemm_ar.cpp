@@ -220,9 +220,11 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
   // The request resource is a phenomenological stand-in for the queueing copy-engine transactions
   // add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross it at one unit per byte,
   // copy-engine puts at sdma.fabric_cost per byte (at both ends), streaming kernels not at all. Its
-  // capacity is memory.fabric_bandwidth; its one weight was fitted on seed 000 (the fused GEMM's
-  // 441.9 vs 369.4 us, and the fuse_reduce_push band row); no MI355X probe separates it yet (an
-  // SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
+  // capacity is memory.fabric_bandwidth; its weight (sdma.fabric_cost) and the GEMM's share there
+  // (sdma.gemm_request_share, on the GEMM waves' flows) were fitted on seed 000's composites: the
+  // weight sets the fused GEMM's 441.9 us against 369.4 alone, the share (copy engines served first)
+  // the drain that follows it; no MI355X probe separates them yet (an SDMA-vs-GEMM and
+  // SDMA-vs-stream interference probe would).
   g.request_fabric = true;
   g.copy_hbm_cost = 1.0;  // a copy byte is one HBM byte at each end
   g.copy_request_cost = h.fabric_cost;
