@@ -56,9 +56,10 @@ TEST_F(Mi355xScenario, PerPhaseTableFromComponents) {
   //    scatter) measured 180.2 / 170.9 / 204.8 us; one model value is within 10% of all three only in
   //    186.2..188.0 us, and the least-squares fit of sdma.gemm_request_share puts it at 183.3 (+1.7%,
   //    +7.3%, -10.5%);
-  //  - gather (bf16): +14.6%: 196 MiB in 437.8 us is 67 GB/s per queue (70 less the fixed costs),
-  //    faster than every standalone SDMA all-reduce point (60-61 GB/s per queue from M=512 to 8192 on
-  //    both SDMA builds) and than the fp8 gather of the same table (256.4 us: 62 GB/s per queue);
+  //  - gather (bf16): +14.6%: 196 MiB in 437.8 us is 70 GB/s per queue less its ~18 us of launch,
+  //    command latency and barrier, faster than every standalone SDMA all-reduce point (a slope of
+  //    60-61 GB/s per queue from M=512 to 8192 on both SDMA builds) and than the fp8 gather of the
+  //    same table (256.4 us: 62 GB/s per queue the same way);
   //  - pull (fp8/lsa): +12.0%, with the column's total within 1%: the benchmark's fp8/lsa total
   //    (957.3 us) is 18 us above this SGLang capture's (939.1), and the pull grid is fitted on the
   //    benchmark's totals.
