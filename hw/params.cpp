@@ -19,6 +19,11 @@ const ParamDecl& declared(const std::string& key) {
               "bytes/s (read + write) that kernels and copy engines together can move through one GPU's "
               "memory fabric (L2 misses to MALL/HBM; a device-to-device copy's read + write rate); the "
               "capacity of the GPU's `hbm` resource"},
+             {"memory.write_cost", Quantity::Ratio, 1.0, 4.0,
+              "HBM time of a byte a streaming kernel writes, relative to a byte it reads (write turnaround): "
+              "such a kernel's bytes cross the `hbm` resource at (reads + write_cost x writes) / (reads + "
+              "writes) per byte, so memory.fabric_bandwidth is then its read rate; 1 (the default) makes a "
+              "written byte cost what a read one does"},
              // Links.
              {"links.per_direction", Quantity::Bandwidth, 1 * G, 2000 * G,
               "one link, one direction: the link resource's capacity (between the two GPUs of a mesh "
@@ -80,6 +85,7 @@ const ParamDecl& compute_units() { return declared("gpu.compute_units"); }
 const ParamDecl& hbm_capacity() { return declared("gpu.hbm_capacity"); }
 const ParamDecl& mall_capacity() { return declared("gpu.mall_capacity"); }
 const ParamDecl& fabric_bandwidth() { return declared("memory.fabric_bandwidth"); }
+const ParamDecl& write_cost() { return declared("memory.write_cost"); }
 const ParamDecl& link_per_direction() { return declared("links.per_direction"); }
 const ParamDecl& read_efficiency() { return declared("links.read_efficiency"); }
 const ParamDecl& read_request_cost() { return declared("links.read_request_cost"); }

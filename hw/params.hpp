@@ -76,6 +76,7 @@ const ParamDecl& compute_units();       ///< gpu.compute_units: CUs (AMD) or SMs
 const ParamDecl& hbm_capacity();        ///< gpu.hbm_capacity: bytes of HBM per GPU
 const ParamDecl& mall_capacity();       ///< gpu.mall_capacity: bytes of last-level cache (MALL) per GPU
 const ParamDecl& fabric_bandwidth();    ///< memory.fabric_bandwidth: read + write bytes/s of one GPU's memory
+const ParamDecl& write_cost();          ///< memory.write_cost: a streaming kernel's written byte, in read bytes of HBM time
 const ParamDecl& link_per_direction();  ///< links.per_direction: one link (pair bundle or switch port), one direction
 const ParamDecl& read_efficiency();     ///< links.read_efficiency: payload share of a link under remote loads
 const ParamDecl& read_request_cost();   ///< links.read_request_cost: reverse-direction bytes per loaded byte

@@ -66,6 +66,7 @@ const hw::HwSchema<CollectiveHw>& collective_hardware() {
       // Only for refusing a tensor that cannot fit (no timing depends on it): unlimited when unset.
       hw::optional(&H::hbm_capacity, hw::vocab::hbm_capacity(), std::numeric_limits<double>::infinity()),
       hw::required(&H::fabric_bandwidth, hw::vocab::fabric_bandwidth()),
+      hw::optional(&H::write_cost, hw::vocab::write_cost(), 1.0),
       hw::required(&H::link_per_direction, hw::vocab::link_per_direction()),
       hw::required(&H::read_efficiency, hw::vocab::read_efficiency()),
       hw::required(&H::launch_gap, hw::vocab::launch_gap()),
@@ -212,7 +213,7 @@ class Call {
   // ---- SDMA (bench_ar.py backend sdma; GEMM_AR.md's split scatter, reduce and gather) ----------
   /// Scatter: a kernel launch, then one put per peer of that peer's slice on the (r, peer) queue at
   /// the build's put rate; when r's queues are idle, the flag barrier. Reduce: a kernel streaming
-  /// own + (ws-1) received slices and writing one, through r's HBM. Gather: a launch, one put of the
+  /// own + (ws-1) received slices and writing one, through r's HBM (the written slice at memory.write_cost per byte). Gather: a launch, one put of the
   /// reduced slice per peer, queues idle, the barrier. reduce-scatter: the first two; all-gather: the
   /// last alone (each rank's slice of the m rows).
   void sdma(int r) {
@@ -224,6 +225,7 @@ class Call {
         b1_->arrive(r, [this, r] {
           phase(r, "scatter");
           g_.stream({.rank = r, .name = "reduce", .bytes = (ws_ + 1) * slice_, .start_latency = launch(), .share = g_.hbm_capacity(),
+                     .hbm_weight = (ws_ + h_.write_cost) / (ws_ + 1),  // ws slices read, one written
                      .lane = cu_lane(r), .on_done = [this, r] {
                        if (c_.op == "reduce-scatter") return finish(r, "reduce");
                        phase(r, "reduce");

@@ -28,6 +28,7 @@ namespace fusesim::models {
 struct CollectiveHw {
   // Shared with gemm_ar (hw/params.hpp's vocabulary).
   double compute_units = 0, hbm_capacity = 0, fabric_bandwidth = 0, link_per_direction = 0, read_efficiency = 0;
+  double write_cost = 1;  ///< memory.write_cost (optional, default 1): the reduce's written slice on the HBM
   double launch_gap = 0, fixed_cost = 0, flag_barrier = 0;
   double queue_peak = 0, command_latency = 0;
   double remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0, stage_overhead = 0, ar_loads_in_flight = 0;

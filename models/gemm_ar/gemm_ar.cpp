@@ -44,10 +44,12 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::read_efficiency, hw::vocab::read_efficiency()),
       hw::required(&GemmArHw::hbm_source_efficiency, hw::vocab::hbm_source_efficiency()),
       hw::optional(&GemmArHw::mall_capacity, hw::vocab::mall_capacity(), 0.0),
+      hw::optional(&GemmArHw::write_cost, hw::vocab::write_cost(), 1.0),
       hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
       hw::required(&GemmArHw::fixed_cost, hw::vocab::kernel_fixed_cost()),
       hw::required(&GemmArHw::flag_barrier, hw::vocab::flag_barrier()),
       hw::required(&GemmArHw::workgroups_per_cu, ParamDecl{"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"}),
+      hw::optional(&GemmArHw::request_share, ParamDecl{"sdma.gemm_request_share", Quantity::Ratio, 0.05, 4.0, "arbitration weight of the GEMM's tile loads on the memory-fabric request resource per byte/s of their compute-bound rate, relative to a copy-engine put's per byte/s of its queue peak (1: both slowed by the same factor; < 1: the copy engines are served first, so a concurrent scatter slows the GEMM more than the GEMM slows it)"}, 1.0),
       hw::required(&GemmArHw::operand_l2_hit, ParamDecl{"gemm.operand_l2_hit", Quantity::Ratio, 0, 1, "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"}),
       hw::required(&GemmArHw::blockscale_latency, ParamDecl{"gemm.blockscale_latency", Quantity::Time, 0, 1000 * us, "blockscale route (per-128 block scales, BLOCK_M 128): the GEMM kernel's time outside its waves (launch, prologue, tail), per call"}),
       hw::required(&GemmArHw::blockscale_wave_per_kblock, ParamDecl{"gemm.blockscale_wave_per_kblock", Quantity::Time, 0, 100 * us, "blockscale: time of one wave per 128-deep K block"}),
@@ -218,9 +220,11 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
   // The request resource is a phenomenological stand-in for the queueing copy-engine transactions
   // add to the GEMM's latency-bound L2-miss tile loads: GEMM waves cross it at one unit per byte,
   // copy-engine puts at sdma.fabric_cost per byte (at both ends), streaming kernels not at all. Its
-  // capacity is memory.fabric_bandwidth; its one weight was fitted on seed 000 (the fused GEMM's
-  // 441.9 vs 369.4 us, and the fuse_reduce_push band row); no MI355X probe separates it yet (an
-  // SDMA-vs-GEMM and SDMA-vs-stream interference probe would).
+  // capacity is memory.fabric_bandwidth; its weight (sdma.fabric_cost) and the GEMM's share there
+  // (sdma.gemm_request_share, on the GEMM waves' flows) were fitted on seed 000's composites: the
+  // weight sets the fused GEMM's 441.9 us against 369.4 alone, the share (copy engines served first)
+  // the drain that follows it; no MI355X probe separates them yet (an SDMA-vs-GEMM and
+  // SDMA-vs-stream interference probe would).
   g.request_fabric = true;
   g.copy_hbm_cost = 1.0;  // a copy byte is one HBM byte at each end
   g.copy_request_cost = h.fabric_cost;
@@ -271,11 +275,15 @@ class Node {
   /// gap and fixed cost. efficiency < 1 caps it at that fraction of the fabric.
   /// window_read / window_write: bytes of `bytes` that read from / write to r's window; the
   /// window_in_host_memory what-if moves them onto r's PCIe link (otherwise they are HBM bytes too).
+  /// Every caller's writes go to the window, so window_write is also the bytes written: on the HBM
+  /// they weigh memory.write_cost each (read bytes 1), which is how one HBM rate gives the reduce
+  /// (8 slices read, 1 written) and the dequantize (1 read, 2 written) of seed 000's per-phase table.
   void stream_kernel(int r, const std::string& name, double bytes, std::function<void()> on_done, double efficiency = 1.0,
                      double extra_delay = 0, double window_read = 0, double window_write = 0) {
     hw::GpuGroup::Stream k{.rank = r, .name = name, .bytes = bytes, .start_latency = launch() + extra_delay,
                            .rate_cap = efficiency >= 1.0 ? kInf : fabric() * efficiency, .share = fabric(), .lane = cu_lane(r),
                            .on_done = std::move(on_done)};
+    if (bytes > 0) k.hbm_weight = (bytes - window_write + h.write_cost * window_write) / bytes;
     if (c.window_in_host_memory && bytes > 0) {
       k.hbm_weight = std::max(0.0, bytes - window_read - window_write) / bytes;
       if (window_read > 0) k.extra_hops.push_back(window_read_hop(r, window_read / bytes));
@@ -439,8 +447,10 @@ class Gemm {
     wave->arm(parts, next);
     const double bytes = local_bytes + c_local;
     const double cap = bytes / compute_s;
-    // The wave's loads and stores stream through the rank's HBM and its request fabric.
-    hw::GpuGroup::Stream k{.rank = r_, .name = fmt::format("gemm wave {}", w), .bytes = bytes, .rate_cap = cap, .share = cap,
+    // The wave's loads and stores stream through the rank's HBM and its request fabric, with
+    // sdma.gemm_request_share x its rate as its share there (a copy-engine put's share is its queue peak).
+    hw::GpuGroup::Stream k{.rank = r_, .name = fmt::format("gemm wave {}", w), .bytes = bytes, .rate_cap = cap,
+                           .share = cap * n_.h.request_share,
                            .extra_hops = {{n_.g.req(r_), 1.0}}, .lane = n_.cu_lane(r_), .on_done = [done, after_compute] {
                              if (after_compute) after_compute();
                              done();

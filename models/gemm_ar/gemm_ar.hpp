@@ -25,6 +25,8 @@ struct GemmArHw {
   double queue_peak = 0, command_latency = 0, fabric_cost = 0, hbm_source_efficiency = 0, mall_capacity = 0;
   double device_submit = 0, submit_cost_per_outstanding = 0;
   double workgroups_per_cu = 0, operand_l2_hit = 0;
+  double request_share = 1;  ///< sdma.gemm_request_share (optional, default 1): the GEMM waves' share on the request fabric
+  double write_cost = 1;  ///< memory.write_cost (optional, default 1)
   // The GEMM per quantisation route, for the file's default build (GemmRouteCost; other builds in
   // sections gemm@BUILD): latency, wave_per_kblock, tile_fixed.
   double blockscale_latency = 0, blockscale_wave_per_kblock = 0, blockscale_tile_fixed = 0;

@@ -60,3 +60,14 @@ TEST(GemmArMinimal, SplitSdmaScattersReducesAndGathersOverTheCopyEngines) {
   EXPECT_NEAR(phase(r, "gather"), 14.5536, 1e-9);
   EXPECT_EQ(r["per_rank_us"], (nlohmann::json{r["predicted_us"], r["predicted_us"]}));
 }
+
+TEST(GemmArMinimal, WrittenBytesWeighTheWriteCostOnTheHbm) {
+  // memory.write_cost 3 (absent from minimal-hw.yaml: 1): split-sdma's reduce reads 2 slices and
+  // writes 1 (196608 B, 65536 written): (131072 + 3 x 65536) B = 327680 B at 1 TB/s = 0.32768 us after
+  // its 3 us launch, 0.131072 us more than with write_cost 1; nothing else moves: 81.988480 us.
+  hw::Hardware h = minimal();
+  h.set_si("memory.write_cost", 3.0);
+  const auto r = models::run_gemm_ar_case(h, YAML::Load("{mode: split-sdma, m: 256, n: 256, k: 256, world_size: 2}"), nullptr);
+  EXPECT_NEAR(phase(r, "reduce"), 3.32768, 1e-9);
+  EXPECT_NEAR(r["predicted_us"].get<double>(), 81.98848, 1e-9);
+}

