@@ -49,13 +49,18 @@ fi
 # included) with LeakSanitizer, built in build-asan/; any report halts the test it is in (exit 99).
 # With clang-16 (Debian clang-16, libclang-rt-16-dev) the same build holds the libFuzzer targets,
 # each then run briefly (tests/fuzz/README.md); without it, g++ builds the sanitizer suite alone.
-# Off by default for now (FUSESIM_SANITIZERS=1 runs it): the whole block has not yet been timed
-# against CI's 90 minutes on 2 cores, nor seen to pass the whole suite (issue 22 is open on it).
-# FUSESIM_FUZZ_SECONDS (default 30
-# per target) sets the fuzz runs' length.
+# Off by default for now (FUSESIM_SANITIZERS=1 runs it), measured on the shared 2-core machine
+# (tests/fuzz/RUNS.md, issue 22): the build takes about 1700 CPU-s (~15 min on 2 idle cores; 1383 s
+# measured over two of its three parts, the third estimated), and the suite had run 225 of its 411
+# tests with no sanitizer report when it was stopped, FitSeed000's two held-out fits having passed
+# test_calibrate's 600 s limit (now 3000 s in this build). Until the whole suite is seen to pass
+# and its CPU time measured on an idle machine, it stays out of the default run (CI's 90 min on 2
+# cores: release ~8 min + this build ~15 min + the suite, unknown). FUSESIM_FUZZ_SECONDS (default
+# 30 per target) sets the fuzz runs' length. ccache, when installed, makes rebuilds cheap.
 if [ "${FUSESIM_SANITIZERS:-0}" = 1 ]; then
   t0=$(date +%s)
   san=(-DFUSESIM_SANITIZE=address,undefined,float-cast-overflow)
+  command -v ccache >/dev/null 2>&1 && san+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   if command -v clang++-16 >/dev/null 2>&1; then
     san+=(-DCMAKE_CXX_COMPILER=clang++-16 -DFUSESIM_FUZZ=ON)
   else
