@@ -1058,17 +1058,20 @@ ParseResult parse_measurement_file(const std::string& path, double phase_weight,
   if (first != std::string::npos && text[first] == '{') {
     const auto eol = text.find('\n', first);
     const std::string l1 = trim(text.substr(first, eol == std::string::npos ? std::string::npos : eol - first));
+    // Both tries are bounded (hw/json_limits.hpp): no text over the limits reaches the parser.
     bool one_line_object = false;
     try {
-      one_line_object = json::parse(l1).is_object();
-    } catch (const json::parse_error&) {
+      one_line_object = hw::parse_json_bounded(l1, {path, 1, ""}).is_object();
+    } catch (const hw::FileError&) {
     }
     if (!one_line_object) {
-      // Either a whole document or a malformed first line: a document must parse as a whole.
+      // Either a whole document or a malformed first line: a document must parse as a whole. One
+      // nested too deep or too long is refused here, naming the limit.
+      hw::check_json_limits(text, {path, 0, ""});
       bool whole = false;
       try {
-        whole = json::parse(text).is_object();
-      } catch (const json::parse_error&) {
+        whole = hw::parse_json_bounded(text, {path, 0, ""}).is_object();
+      } catch (const hw::FileError&) {
       }
       if (whole) return parse_afd_document(text, path, phase_weight);
     }

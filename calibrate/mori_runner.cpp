@@ -26,6 +26,8 @@
 
 #include "calibrate/measurements.hpp"
 #include "hw/hardware.hpp"
+#include "hw/json_limits.hpp"
+#include "hw/printable.hpp"
 
 extern "C" char** environ;
 
@@ -425,7 +427,10 @@ RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeou
   std::string buf;
   std::deque<std::string> tail;
   std::set<std::string> seen;
+  int line_no = 0;
+  const std::string output_name = "output of run " + run.key;
   auto on_line = [&](const std::string& l) {
+    ++line_no;
     if (log) *log << l << "\n";
     tail.push_back(l);
     if (tail.size() > 20) tail.pop_front();
@@ -434,10 +439,11 @@ RunOutcome run_command(const MoriRun& run, const std::string& cwd, double timeou
     const auto brace = l.find('{', at);
     if (brace == std::string::npos) return;
     try {
-      json j = parse_benchmark_json(l.substr(brace), "(output)", 0);  // bare NaN literals as the benchmark prints them
+      // Bare NaN literals as the benchmark prints them; nesting and size bounded (hw/json_limits.hpp).
+      json j = parse_benchmark_json(l.substr(brace), output_name, line_no);
       if (j.is_object() && seen.insert(j.dump()).second) out.results.push_back(std::move(j));
-    } catch (const hw::FileError&) {
-      tail.push_back("(malformed RESULT_JSON line above)");
+    } catch (const hw::FileError& e) {
+      tail.push_back(fmt::format("(unreadable RESULT_JSON line above: {})", e.what()));
     }
   };
   bool eof = false, killed = false;
@@ -587,9 +593,9 @@ std::set<std::string> done_runs(const std::string& path, std::ostream& msg) {
     if (line.empty()) continue;
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::parse_error&) {
-      msg << fmt::format("resume: {}:{}: ignoring a torn or malformed line\n", path, n);
+      j = hw::parse_json_bounded(line, {path, n, ""});  // nesting and size bounded (hw/json_limits.hpp)
+    } catch (const hw::FileError& e) {
+      msg << fmt::format("resume: ignoring a torn or malformed line: {}\n", hw::printable(e.what()));
       continue;
     }
     if (!j.is_object() || !j.contains("run_key") || !j["run_key"].is_string()) continue;
@@ -634,7 +640,7 @@ int run_mori_sweep(const MoriOptions& opt) {
     throw std::runtime_error(fmt::format("'{}' has no {}: is it a mori checkout?", opt.mori_dir, script));
   std::vector<std::string> notes;
   const auto runs = expand_sweep(sweep, opt.sweep_path, opt, &notes);
-  for (const auto& n : notes) msg << "note: " << n << "\n";
+  for (const auto& n : notes) msg << "note: " << hw::printable(n) << "\n";
   const std::string commit = opt.commit.empty() ? git_commit() : opt.commit;
   const json host = host_info();
   std::set<std::string> done;
@@ -691,7 +697,7 @@ int run_mori_sweep(const MoriOptions& opt) {
 
   // 1. The SDMA check.
   const auto chk = sdma_check_run(opt, kind);
-  msg << fmt::format("SDMA check: {}\n", chk.command);
+  msg << fmt::format("SDMA check: {}\n", hw::printable(chk.command));
   if (log) log << "### " << utc_now() << " SDMA check: " << chk.command << "\n";
   const auto co = run_command(chk, opt.mori_dir, opt.timeout_s, log ? &log : nullptr);
   if (g_signal) return 130;
@@ -702,7 +708,7 @@ int run_mori_sweep(const MoriOptions& opt) {
         "  all-reduce returns mostly the local slice and the fused path measures faster than it is.\n"
         "  Rebuild with `BUILD_CCO_SDMA=ON pip install .` in {} and run the sweep again.\n",
         co.failure, opt.mori_dir);
-    for (const auto& l : co.tail) msg << "  | " << l << "\n";
+    for (const auto& l : co.tail) msg << "  | " << hw::printable(l) << "\n";
     return 3;
   }
   msg << fmt::format("SDMA check passed: {:.1f} us, rel_l2 {} ({:.1f} s)\n", co.results.front().value("max_rank_time_us", 0.0),
@@ -723,7 +729,7 @@ int run_mori_sweep(const MoriOptions& opt) {
     }
     if (g_signal) break;
     const auto& run = *todo[i];
-    msg << fmt::format("[run {} of {}] {}\n", i + 1, todo.size(), run.command);
+    msg << fmt::format("[run {} of {}] {}\n", i + 1, todo.size(), hw::printable(run.command));
     if (log) log << "### " << utc_now() << " " << run.command << "\n";
     const auto o = run_command(run, opt.mori_dir, opt.timeout_s, log ? &log : nullptr);
     if (g_signal) break;
@@ -735,7 +741,7 @@ int run_mori_sweep(const MoriOptions& opt) {
                          o.results.front().value("max_rank_time_us", 0.0), hms(el), hms(left));
     else {
       ++failed;
-      msg << fmt::format("[run {} of {}] FAILED: {}, elapsed {}, about {} left\n", i + 1, todo.size(), o.failure, hms(el), hms(left));
+      msg << fmt::format("[run {} of {}] FAILED: {}, elapsed {}, about {} left\n", i + 1, todo.size(), hw::printable(o.failure), hms(el), hms(left));
     }
   }
   if (g_signal) {

@@ -1,5 +1,6 @@
 #include "cli/ci_outputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -57,7 +58,7 @@ std::string text_of(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-std::string junit_xml(const std::vector<JunitFile>& files) {
+std::string junit_xml(const std::vector<JunitFile>& files, const BaselineDiff* baseline) {
   std::string body;
   size_t tests = 0, failures = 0, errors = 0, skipped = 0;
   for (const auto& f : files) {
@@ -103,6 +104,36 @@ std::string junit_xml(const std::vector<JunitFile>& files) {
     body += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"0\">\n{}  </testsuite>\n",
                         xml(f.path), t, fl, er, sk, cases);
   }
+  if (baseline) {
+    // The moved predictions (check --baseline): one test case per compared prediction, in run order.
+    const BaselineDiff& d = *baseline;
+    std::string cases;
+    auto one = [&](const Moved& m, bool moved) {
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n", xml(m.scenario), xml(m.id + " (prediction)"));
+      if (moved)
+        cases += fmt::format("      <failure message=\"{}\" type=\"prediction moved\">old_us={:.6g}\nnew_us={:.6g}\nchange_pct={:+.4f}\n"
+                             "threshold_pct={:g}\nbaseline={}</failure>\n",
+                             xml(fmt::format("predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)", m.new_us, m.old_us,
+                                             m.change_pct, d.threshold_pct)),
+                             m.old_us, m.new_us, m.change_pct, d.threshold_pct, xml(d.baseline_name));
+      cases += "    </testcase>\n";
+    };
+    // Run order: the moved and the unmoved interleaved as the runs listed them.
+    std::vector<std::pair<const Moved*, bool>> all;
+    for (const auto& m : d.moved) all.push_back({&m, true});
+    for (const auto& m : d.within) all.push_back({&m, false});
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first->order < b.first->order; });
+    for (const auto& [m, moved] : all) one(*m, moved);
+    for (const auto& [sc, id] : d.not_in_baseline)
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                           xml(sc), xml(id + " (prediction)"), xml("not in the baseline " + d.baseline_name));
+    const size_t t = d.moved.size() + d.within.size() + d.not_in_baseline.size();
+    tests += t;
+    failures += d.moved.size();
+    skipped += d.not_in_baseline.size();
+    body += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"0\">\n{}  </testsuite>\n",
+                        xml("baseline " + d.baseline_name), t, d.moved.size(), d.not_in_baseline.size(), cases);
+  }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"fusesim check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" "
                      "skipped=\"{}\" time=\"0\">\n{}</testsuites>\n",
                      tests, failures, errors, skipped, body);
@@ -145,19 +176,22 @@ BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<
     }
   }
   BaselineDiff d;
+  d.threshold_pct = threshold_pct;
+  d.baseline_name = baseline_name;
+  size_t order = 0;
   for (const auto& res : runs) {
     const std::string sc = text_of(res, "scenario");
     for (const auto& c : res["cases"]) {
       const std::string id = text_of(c, "id");
       const auto it = old.find({sc, id});
       if (it == old.end()) {
-        d.not_in_baseline.push_back(sc + " " + id);
+        d.not_in_baseline.push_back({sc, id});
         continue;
       }
       ++d.compared;
       const double now = c["predicted_us"].get<double>(), was = it->second;
       const double change = was != 0 ? (now - was) / std::fabs(was) * 100 : (now == 0 ? 0.0 : INFINITY);
-      if (std::fabs(change) > threshold_pct) d.moved.push_back({sc, id, was, now, change});
+      (std::fabs(change) > threshold_pct ? d.moved : d.within).push_back({sc, id, was, now, change, order++});
     }
   }
   return d;

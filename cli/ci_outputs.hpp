@@ -17,29 +17,36 @@ struct JunitFile {
   std::string error;
 };
 
+/// One prediction that moved since the baseline.
+struct Moved {
+  std::string scenario, id;
+  double old_us = 0, new_us = 0, change_pct = 0;  ///< us, us, percent of old
+  size_t order = 0;                                ///< its place among the compared cases
+};
+
+/// What compare_baseline found.
+struct BaselineDiff {
+  std::vector<Moved> moved;               ///< |change| > threshold, in run order
+  std::vector<Moved> within;              ///< compared and within the threshold, in run order
+  std::vector<std::pair<std::string, std::string>> not_in_baseline;  ///< (scenario, case id) of cases the baseline lacks
+  size_t compared = 0;                    ///< cases found in both
+  double threshold_pct = 0;               ///< the threshold they were judged by
+  std::string baseline_name;              ///< the baseline file, as given
+};
+
 /**
  * JUnit XML (the element and attribute set of the schema in tests/cli/junit.xsd): one <testsuite>
  * per file (name: the file's path), one <testcase> per case with a measured value (classname: the
  * scenario's name, name: the case id). A case outside its tolerance gets a <failure> whose message
  * gives predicted, measured, error and tolerance; a known miss still outside it is <skipped> with
  * its reason; a known miss now within tolerance is a <failure> (check fails it too); a file that
- * could not be checked is one test case with an <error>. Text is XML-escaped, control characters
- * other than tab/newline replaced, invalid UTF-8 replaced by U+FFFD.
+ * could not be checked is one test case with an <error>. With `baseline` (check --baseline), one
+ * more <testsuite> named "baseline FILE": a <testcase> per compared prediction (classname: the
+ * scenario, name: "ID (prediction)"), a <failure> of type "prediction moved" for each moved one
+ * with old, new, change and threshold; a case the baseline lacks is <skipped>. Text is
+ * XML-escaped, control characters other than tab/newline replaced, invalid UTF-8 replaced by U+FFFD.
  */
-std::string junit_xml(const std::vector<JunitFile>& files);
-
-/// One prediction that moved since the baseline.
-struct Moved {
-  std::string scenario, id;
-  double old_us = 0, new_us = 0, change_pct = 0;
-};
-
-/// What compare_baseline found.
-struct BaselineDiff {
-  std::vector<Moved> moved;               ///< |change| > threshold, in run order
-  std::vector<std::string> not_in_baseline;  ///< "scenario case" of cases the baseline lacks
-  size_t compared = 0;                    ///< cases found in both
-};
+std::string junit_xml(const std::vector<JunitFile>& files, const BaselineDiff* baseline = nullptr);
 
 /**
  * Compare every case's predicted_us in `runs` (scenario::run() results) with the same scenario

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <sstream>
 #include <tuple>
@@ -29,6 +30,8 @@
 #include "calibrate/plot.hpp"
 #include "cli/ci_outputs.hpp"
 #include "hw/io.hpp"
+#include "hw/json_limits.hpp"
+#include "hw/printable.hpp"
 #include "models/gemm_ar/breakeven.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
@@ -434,8 +437,10 @@ void register_all(CLI::App& app) {
     if (!ci->baseline.empty()) {
       std::ifstream in(ci->baseline);
       if (!in) throw std::runtime_error(fmt::format("--baseline {}: cannot open: {}", ci->baseline, std::strerror(errno)));
-      baseline = nlohmann::json::parse(in, nullptr, false);
-      if (baseline.is_discarded()) throw std::runtime_error(fmt::format("--baseline {}: not a JSON document", ci->baseline));
+      std::ostringstream text;
+      text << in.rdbuf();
+      // Bounded (hw/json_limits.hpp): nesting and size checked before the parser sees the file.
+      baseline = hw::parse_json_bounded(text.str(), {ci->baseline, 0, "--baseline"});
     }
     std::vector<hw::OutputFile> ci_outputs;
     if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
@@ -464,23 +469,23 @@ void register_all(CLI::App& app) {
             if (ok) {
               ++here;
               ++now_passing;
-              fmt::print("FAIL {} {}: marked known_miss but now within tolerance ({:+.2f}%): remove the flag\n", path,
-                         c["id"].get<std::string>(), c["error_pct"].get<double>());
+              fmt::print("FAIL {} {}: marked known_miss but now within tolerance ({:+.2f}%): remove the flag\n", hw::printable(path),
+                         hw::printable(c["id"].get<std::string>()), c["error_pct"].get<double>());
             } else {
-              fmt::print("known miss {} {}: error {:+.2f}% (tolerance {:.1f}%): {}\n", path, c["id"].get<std::string>(),
-                         c["error_pct"].get<double>(), c["tolerance_pct"].get<double>(), c["known_miss"].get<std::string>());
+              fmt::print("known miss {} {}: error {:+.2f}% (tolerance {:.1f}%): {}\n", hw::printable(path), hw::printable(c["id"].get<std::string>()),
+                         c["error_pct"].get<double>(), c["tolerance_pct"].get<double>(), hw::printable(c["known_miss"].get<std::string>()));
             }
             continue;
           }
           if (!ok) {
             ++here;
-            fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", path,
-                       c["id"].get<std::string>(), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
+            fmt::print("FAIL {} {}: predicted {:.1f} us, measured {:.1f} us, error {:+.2f}% (tolerance {:.1f}%)\n", hw::printable(path),
+                       hw::printable(c["id"].get<std::string>()), c["predicted_us"].get<double>(), c["measured_us"].get<double>(),
                        c["error_pct"].get<double>(), c["tolerance_pct"].get<double>());
           }
         }
         const auto& s = res["summary"];
-        fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance{}\n", here ? "FAIL" : "ok  ", path,
+        fmt::print("{} {}: {} compared, median |error| {}, max {}, {} outside tolerance{}\n", here ? "FAIL" : "ok  ", hw::printable(path),
                    s["compared"].get<int>(),
                    s["median_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["median_abs_error_pct"].get<double>()),
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
@@ -489,14 +494,14 @@ void register_all(CLI::App& app) {
         // The model's own lines (held-out statistics, per-kernel durations), indented under the
         // file's line; their failures are counted apart from the cases'.
         const models::CheckExtras extra = scenario::check_extras(res);
-        for (const auto& line : extra.lines) fmt::print("     {}\n", line);
+        for (const auto& line : extra.lines) fmt::print("     {}\n", hw::printable(line));
         if (extra.failures) {
-          fmt::print("FAIL {}: {} {}\n", path, extra.failures, extra.file_failure_text);
+          fmt::print("FAIL {}: {} {}\n", hw::printable(path), extra.failures, hw::printable(extra.file_failure_text));
           auto it = std::find_if(model_bad.begin(), model_bad.end(), [&](const auto& m) { return m.first == extra.failure_text; });
           if (it == model_bad.end()) model_bad.push_back({extra.failure_text, extra.failures});
           else it->second += extra.failures;
         }
-        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", path, w.get<std::string>());
+        for (const auto& w : s["warnings"]) fmt::print(stderr, "warning: {}: {}\n", hw::printable(path), hw::printable(w.get<std::string>()));
         if (!check_plot->empty()) {
           // The plots draw the points `calibrate fit` would read; a scenario it refuses (one with
           // fitted layer counts) is checked and simply not plotted.
@@ -504,7 +509,7 @@ void register_all(CLI::App& app) {
           try {
             pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
           } catch (const std::exception& e) {
-            fmt::print(stderr, "plot: {} not plotted: {}\n", path, e.what());
+            fmt::print(stderr, "plot: {} not plotted: {}\n", hw::printable(path), hw::printable(e.what(), true));
           }
           if (!pts.empty()) {
             calibrate::PlotOptions po;
@@ -513,44 +518,47 @@ void register_all(CLI::App& app) {
             po.measured_label = "measured";
             auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
             write_timeline_plots(sc, res, *check_plot, rep);
-            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
-            fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", path, rep.csv_files.size(), rep.image_files.size(), *check_plot);
+            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m, true));
+            fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", hw::printable(path), rep.csv_files.size(), rep.image_files.size(),
+                       hw::printable(*check_plot));
           }
         }
       } catch (const std::exception& e) {
         ++unreadable;
         std::fflush(stdout);
-        fmt::print(stderr, "fusesim: error: {}\n", e.what());
+        fmt::print(stderr, "fusesim: error: {}\n", hw::printable(e.what(), true));
         junit_files.push_back({path, nullptr, e.what()});
-        fmt::print("ERROR {}: not checked (bad input, see the error above)\n", path);
+        fmt::print("ERROR {}: not checked (bad input, see the error above)\n", hw::printable(path));
       }
     }
     // Cases and a model's own judgements are counted apart (a kernel miss is not a case outside tolerance).
     std::string failed;
     if (bad) failed = fmt::format("{} of {} compared cases outside tolerance or known misses now within it", bad, compared);
     for (const auto& [what, n] : model_bad) failed += fmt::format("{}{} {}", failed.empty() ? "" : "; ", n, what);
+    std::optional<BaselineDiff> diff;  // --baseline's, also carried into --junit's report
     if (!ci->baseline.empty()) {
       std::vector<nlohmann::json> runs;
       for (const auto& r : results) runs.push_back(r.second);
-      const BaselineDiff d = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline);
+      diff = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline);
+      const BaselineDiff& d = *diff;
       for (const auto& m : d.moved)
-        fmt::print("MOVED {} {}: predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)\n", m.scenario, m.id, m.new_us, m.old_us,
-                   m.change_pct, ci->threshold_pct);
-      fmt::print("baseline {}: {} predictions compared, {} moved by more than {:g}%, {} cases not in the baseline\n", ci->baseline, d.compared,
-                 d.moved.size(), ci->threshold_pct, d.not_in_baseline.size());
+        fmt::print("MOVED {} {}: predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)\n", hw::printable(m.scenario),
+                   hw::printable(m.id), m.new_us, m.old_us, m.change_pct, ci->threshold_pct);
+      fmt::print("baseline {}: {} predictions compared, {} moved by more than {:g}%, {} cases not in the baseline\n",
+                 hw::printable(ci->baseline), d.compared, d.moved.size(), ci->threshold_pct, d.not_in_baseline.size());
       if (!d.moved.empty())
         failed += fmt::format("{}{} predictions moved by more than {:g}% since {}", failed.empty() ? "" : "; ", d.moved.size(), ci->threshold_pct,
                               ci->baseline);
     }
     for (auto& o : ci_outputs)
-      o.text = o.option == "--junit" ? junit_xml(junit_files) : json_text(predictions_document(results), 1) + "\n";
+      o.text = o.option == "--junit" ? junit_xml(junit_files, diff ? &*diff : nullptr) : json_text(predictions_document(results), 1) + "\n";
     if (!ci_outputs.empty()) hw::write_outputs_atomic(ci_outputs);
     if (unreadable) {
-      fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + failed);
+      fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + hw::printable(failed));
       throw CLI::RuntimeError(1);
     }
     if (!failed.empty()) {
-      fmt::print("FAIL: {}\n", failed);
+      fmt::print("FAIL: {}\n", hw::printable(failed));
       throw CLI::RuntimeError(2);
     }
   });
@@ -845,6 +853,7 @@ void register_all(CLI::App& app) {
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "hw/printable.hpp"
 #ifdef FUSESIM_HAVE_TRACE
 #include "calibrate/trace/whatif.hpp"
 #endif
@@ -871,7 +880,7 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
     if (!known) {
-      fmt::print(stderr, "fusesim: error: unknown command '{}' (expected one of: {}; see fusesim --help)\n", argv[1], names);
+      fmt::print(stderr, "fusesim: error: unknown command '{}' (expected one of: {}; see fusesim --help)\n", fusesim::hw::printable(argv[1]), names);
       return 1;
     }
   }
@@ -882,11 +891,12 @@ int main(int argc, char** argv) {
     // CLI::RuntimeError from its callback); CLI11's own usage errors (an unknown option, a file that
     // does not exist: codes 100 and up) exit 1 like any other bad input, with the same prefix.
     if (e.get_exit_code() < 100) return app.exit(e);
-    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", e.what(),
+    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", fusesim::hw::printable(e.what(), true),
                app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + " ");
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "fusesim: error: {}\n", e.what());
+    // Messages quote input (case ids, names, file paths): control characters are escaped.
+    fmt::print(stderr, "fusesim: error: {}\n", fusesim::hw::printable(e.what(), true));
     return 1;
   }
   return 0;

@@ -1,4 +1,5 @@
 #include "hw/hardware.hpp"
+#include "hw/json_limits.hpp"
 
 #include <cctype>
 
@@ -307,11 +308,7 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
         while (std::getline(tf, ln)) {
           ++no;
           if (ln.find_first_not_of(" \t\r") == std::string::npos) continue;
-          try {
-            tab.rows.push_back(nlohmann::json::parse(ln));
-          } catch (const nlohmann::json::exception& e) {
-            throw FileError(tab.file, no, key, std::string("not a JSON line: ") + e.what());
-          }
+          tab.rows.push_back(parse_json_bounded(ln, {tab.file, no, key}));  // nesting and size bounded
         }
         hw.tables_[tn] = std::move(tab);
       }

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "hw/numbers.hpp"
 
 namespace fusesim::hw {
@@ -13,8 +15,19 @@ inline constexpr size_t kMaxJsonDepth = 64;             ///< nesting of [ and { 
 inline constexpr size_t kMaxJsonBytes = size_t(64) << 20;  ///< 64 MiB per document
 
 /// Refuse (FileError at `at`, naming the limit) a JSON text nested deeper than `max_depth` or longer
-/// than `max_bytes`. A linear scan that skips strings (escapes included); it checks nothing else
-/// (the parser reports syntax errors).
+/// than `max_bytes`. A nesting error names the line of the byte that went too deep (`at.line` is the
+/// text's first line; 0: a whole file, counted from 1). A linear scan that skips strings (escapes
+/// included); it checks nothing else (the parser reports syntax errors).
 void check_json_limits(std::string_view text, const NumberAt& at, size_t max_depth = kMaxJsonDepth, size_t max_bytes = kMaxJsonBytes);
+
+/**
+ * The project's bounded JSON parse: check_json_limits, then nlohmann::json::parse. `at.line` is the
+ * line the text starts on (0: the text is a whole file, whose lines are counted from 1). Errors:
+ * FileError naming `at.file`, the line (of the syntax error, for a multi-line text) and `at.key`,
+ * for a text over the limits ("nested more than 64 levels deep") or malformed JSON (the parser's
+ * message). A document nested thousands deep never reaches the parser (stack and memory).
+ */
+nlohmann::json parse_json_bounded(std::string_view text, const NumberAt& at, size_t max_depth = kMaxJsonDepth,
+                                  size_t max_bytes = kMaxJsonBytes);
 
 }  // namespace fusesim::hw

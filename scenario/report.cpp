@@ -8,15 +8,19 @@
 
 #include <fmt/format.h>
 
+#include "hw/printable.hpp"
+
 namespace fusesim::scenario {
 
 std::string format_table(const nlohmann::json& r) {
+  // Ids, names and notes come from input: control characters are escaped (hw/printable.hpp).
+  const auto P = [](const std::string& t) { return hw::printable(t); };
   const models::ModelSpec* spec = models::find_spec(r["model"].get<std::string>());
   std::ostringstream o;
-  o << fmt::format("scenario {}  (hardware {}, model {})\n", r["scenario"].get<std::string>(), r["hardware"].get<std::string>(),
-                   r["model"].get<std::string>());
+  o << fmt::format("scenario {}  (hardware {}, model {})\n", P(r["scenario"].get<std::string>()), P(r["hardware"].get<std::string>()),
+                   P(r["model"].get<std::string>()));
   size_t w = 4;
-  for (const auto& c : r["cases"]) w = std::max(w, c["id"].get<std::string>().size());
+  for (const auto& c : r["cases"]) w = std::max(w, P(c["id"].get<std::string>()).size());
   o << fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}\n", "case", w, "predicted_us", "measured_us", "error%");
   if (!r["cases"].empty() && r["cases"][0].contains("interval_us")) {
     const auto& c0 = r["cases"][0];
@@ -32,21 +36,21 @@ std::string format_table(const nlohmann::json& r) {
     const std::string meas = c["measured_us"].is_null() ? "-" : fmt::format("{:.1f}", c["measured_us"].get<double>());
     const std::string err = c["error_pct"].is_null() ? "-" : fmt::format("{:+.1f}", c["error_pct"].get<double>());
     const bool miss = c["within_tolerance"].is_boolean() && !c["within_tolerance"].get<bool>();
-    std::string flag = c.contains("known_miss") ? (miss ? "  known miss: " + c["known_miss"].get<std::string>() : "  UNEXPECTED PASS of a known miss")
+    std::string flag = c.contains("known_miss") ? (miss ? "  known miss: " + P(c["known_miss"].get<std::string>()) : "  UNEXPECTED PASS of a known miss")
                        : miss ? "  OUTSIDE TOLERANCE" : "";
-    if (spec && spec->row_note) flag = spec->row_note(c) + flag;
-    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", c["id"].get<std::string>(), w, c["predicted_us"].get<double>(), meas, err, flag);
+    if (spec && spec->row_note) flag = P(spec->row_note(c)) + flag;
+    o << fmt::format("{:<{}}  {:>12.1f}  {:>12}  {:>8}{}\n", P(c["id"].get<std::string>()), w, c["predicted_us"].get<double>(), meas, err, flag);
     std::string ph;
     std::string device;  // AFD kernels ("devN/kernel" with a role): grouped per device, role named once
     for (const auto& p : c["phases"]) {
       const double d = p["end_us"].get<double>() - p["start_us"].get<double>();
-      std::string name = p["name"].get<std::string>();
+      std::string name = P(p["name"].get<std::string>());
       const auto slash = name.find('/');
       if (p.contains("role") && slash != std::string::npos) {
         const std::string dev = name.substr(0, slash);
         name = name.substr(slash + 1);
         if (dev != device) {
-          ph += fmt::format("{}{} ({}): ", ph.empty() ? "" : "; ", dev, p["role"].get<std::string>());
+          ph += fmt::format("{}{} ({}): ", ph.empty() ? "" : "; ", dev, P(p["role"].get<std::string>()));
           device = dev;
         } else {
           ph += ", ";
@@ -58,11 +62,11 @@ std::string format_table(const nlohmann::json& r) {
       if (p.contains("measured_us")) ph += fmt::format(" (meas {:.1f}, {:+.1f}%)", p["measured_us"].get<double>(), p["error_pct"].get<double>());
     }
     if (spec && spec->phases_note)
-      if (const std::string note = spec->phases_note(c); !note.empty()) ph += (ph.empty() ? "" : "; ") + note;
+      if (const std::string note = P(spec->phases_note(c)); !note.empty()) ph += (ph.empty() ? "" : "; ") + note;
     if (!ph.empty()) o << fmt::format("{:<{}}    phases (us): {}\n", "", w, ph);
-    if (c.contains("note") && c["note"].is_string()) o << fmt::format("{:<{}}    note: {}\n", "", w, c["note"].get<std::string>());
+    if (c.contains("note") && c["note"].is_string()) o << fmt::format("{:<{}}    note: {}\n", "", w, P(c["note"].get<std::string>()));
     if (spec && spec->row_lines)
-      for (const auto& line : spec->row_lines(c)) o << fmt::format("{:<{}}    {}\n", "", w, line);
+      for (const auto& line : spec->row_lines(c)) o << fmt::format("{:<{}}    {}\n", "", w, P(line));
   }
   const auto& s = r["summary"];
   o << fmt::format("compared {}  median |error| {}  max |error| {}  outside tolerance {}  known misses {}  ({:.1f} ms)\n", s["compared"].get<int>(),
@@ -70,9 +74,9 @@ std::string format_table(const nlohmann::json& r) {
                    s["max_abs_error_pct"].is_null() ? "-" : fmt::format("{:.2f}%", s["max_abs_error_pct"].get<double>()),
                    s["outside_tolerance"].get<int>(), s["known_misses"].get<int>(), s["runtime_ms"].get<double>());
   if (spec && spec->summary_lines)
-    for (const auto& line : spec->summary_lines(s)) o << line << "\n";
+    for (const auto& line : spec->summary_lines(s)) o << P(line) << "\n";
   if (s.contains("warnings"))
-    for (const auto& w : s["warnings"]) o << "warning: " << w.get<std::string>() << "\n";
+    for (const auto& w : s["warnings"]) o << "warning: " << P(w.get<std::string>()) << "\n";
   return o.str();
 }
 

@@ -68,7 +68,12 @@ std::regex compile(const std::string& source, const YAML::Node& n, const std::st
 
 }  // namespace
 
-CategoryTable CategoryTable::builtin() { return from_yaml(kBuiltinCategoriesYaml, "<builtin categories.yaml>"); }
+CategoryTable CategoryTable::builtin() {
+  // Parsed and its patterns compiled once per process (a copy shares the compiled std::regex
+  // automata): a caller per input (the fuzz target, tests/fuzz) spent 80% of its time compiling them.
+  static const CategoryTable table = from_yaml(kBuiltinCategoriesYaml, "<builtin categories.yaml>");
+  return table;
+}
 
 CategoryTable CategoryTable::from_yaml(const std::string& yaml_text, const std::string& source) {
   CategoryTable t;

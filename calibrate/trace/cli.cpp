@@ -8,6 +8,7 @@
 
 #include "calibrate/trace/analysis.hpp"
 #include "calibrate/trace/whatif.hpp"
+#include "hw/printable.hpp"
 
 namespace fusesim {
 
@@ -51,7 +52,7 @@ void run_reporting_errors(F&& f) {
   } catch (const CLI::Error&) {
     throw;
   } catch (const std::exception& e) {
-    std::cerr << "fusesim: error: " << e.what() << "\n";
+    std::cerr << "fusesim: error: " << fusesim::hw::printable(e.what(), true) << "\n";
     throw CLI::RuntimeError(1);
   }
 }
@@ -80,14 +81,14 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
         auto files = trace::read_trace(a->path);
         auto rep = trace::hta_report(files, a->path);
         if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        else std::cout << trace::to_table(rep);
+        else std::cout << fusesim::hw::printable(trace::to_table(rep), true);  // names from the trace: controls escaped
         return;
       }
       auto table = load_table(*a);
       auto files = trace::read_trace(a->path);
       auto rep = trace::analyze(files, table, a->analyze, *window, a->path);
       if (a->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      else std::cout << trace::to_table(rep);
+      else std::cout << fusesim::hw::printable(trace::to_table(rep), true);  // names from the trace: controls escaped
     });
   });
 
@@ -152,7 +153,7 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
       }
       auto rep = trace::whatif(files, table, w->analyze, opt, w->path);
       if (w->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      else std::cout << trace::to_table(rep);
+      else std::cout << fusesim::hw::printable(trace::to_table(rep), true);  // names from the trace: controls escaped
     });
   });
 
@@ -170,7 +171,7 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
       auto files = trace::read_trace(st->path);
       auto rep = trace::stragglers(files, table, st->analyze, *st_window, *st_eps, st->path);
       if (st->format == "json") std::cout << trace::to_json(rep).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      else std::cout << trace::to_table(rep);
+      else std::cout << fusesim::hw::printable(trace::to_table(rep), true);  // names from the trace: controls escaped
     });
   });
 }

@@ -209,6 +209,39 @@ TEST_F(MoriRunner, ResumeAfterInterruption) {
   EXPECT_EQ(keys.size(), 12u);
 }
 
+// A RESULT_JSON line nested thousands deep (issue 22) is refused by the bounded parse, naming the
+// run's output and its line; the launcher's output reaches the progress stream with its terminal
+// control characters escaped.
+TEST_F(MoriRunner, DeepResultJsonIsRefusedNamingTheOutputLine) {
+  const std::string launcher = dir + "/deep_launcher.sh";
+  test::spit(launcher, "#!/bin/sh\necho 'starting'\nprintf 'RESULT_JSON {\"a\": '; head -c 5000 /dev/zero | tr '\\0' '['; echo\n"
+                       "printf 'noise \\033[2J\\033]0;title\\007\\r\\n'\n");
+  std::filesystem::permissions(launcher, std::filesystem::perms::owner_all);
+  opt.launcher = launcher;
+  EXPECT_NE(run_mori_sweep(opt), 0) << progress.str();
+  const std::string prog = progress.str();
+  EXPECT_NE(prog.find("REFUSED: the SDMA check failed: no RESULT_JSON line in the output"), std::string::npos) << prog;
+  EXPECT_NE(prog.find("(unreadable RESULT_JSON line above: output of run "), std::string::npos) << prog;
+  EXPECT_NE(prog.find(":2: JSON nested more than 64 levels deep"), std::string::npos) << prog;
+  EXPECT_NE(prog.find("noise \\x1b[2J\\x1b]0;title\\x07\\r"), std::string::npos) << prog;
+  EXPECT_EQ(prog.find('\x1b'), std::string::npos) << prog;
+}
+
+// A resumed output whose line is nested thousands deep: that line is named and ignored (its run is
+// measured again), not parsed.
+TEST_F(MoriRunner, ResumeIgnoresADeepLineNamingIt) {
+  test::spit(opt.out, "{\"run_key\": " + std::string(5000, '[') + std::string(5000, ']') + "}\n");
+  opt.resume = true;
+  ASSERT_EQ(run_mori_sweep(opt), 0) << progress.str();
+  EXPECT_EQ(calls(), 13);  // nothing was taken from the deep line
+  EXPECT_NE(progress.str().find("resume: ignoring a torn or malformed line: " + opt.out + ":1: JSON nested more than 64 levels deep"),
+            std::string::npos)
+      << progress.str();
+  // The kept deep line is refused by the measurement reader too, naming its line.
+  const std::string e = fusesim::test::error_of<hw::FileError>([&] { parse_measurement_file(opt.out); });
+  EXPECT_NE(e.find("sweep.jsonl:1: JSON nested more than 64 levels deep"), std::string::npos) << e;
+}
+
 // Every combination bench_gemm_ar.py (ad271d19) accepts: the fp8 wire with split-sdma and fused-lsa
 // (only split-lsa refuses it, said in a note), gemm-only once (no wire), the benchmark's defaults
 // (--chunks 8 lowered by halving, --gather-bands 8 with fuse_reduce_push).

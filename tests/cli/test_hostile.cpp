@@ -21,12 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot_names.hpp"
 #include "hw/hardware.hpp"
+#include "hw/json_limits.hpp"
 #include "hw/numbers.hpp"
+#include "hw/printable.hpp"
 #include "tests/test_util.hpp"
 
 using namespace fusesim;
@@ -460,4 +463,136 @@ TEST(CiOutputs, BaselineFlagsAChangedPrediction) {
   r = sh(kBin + " check " + sc + " --baseline " + qp(d / "junk.json"));
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "junk.json: run 0 has no scenario name")) << r.out;
+}
+
+// --junit carries --baseline's judgement: a test case per compared prediction, the moved one a
+// failure with old, new, change and threshold; the file validates against the JUnit schema.
+TEST(CiOutputs, JunitCarriesTheMovedPredictions) {
+  if (std::system("command -v xmllint >/dev/null 2>&1") != 0) GTEST_SKIP() << "xmllint not installed (Debian package libxml2-utils)";
+  const fs::path d = fresh_dir();
+  const std::string sc = "scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml";
+  ASSERT_EQ(sh(kBin + " check " + sc + " --save-predictions " + qp(d / "base.json")).rc, 0);
+  auto j = nlohmann::json::parse(read_file((d / "base.json").string()));
+  auto& c = j["runs"][0]["cases"][2];
+  const std::string id = c["id"];
+  const double now = c["predicted_us"].get<double>();
+  c["predicted_us"] = now / 1.05;  // stored 5% lower: the prediction moved +5%
+  const size_t n = j["runs"][0]["cases"].size();  // every case, measured or not
+  j["runs"][0]["cases"].erase(j["runs"][0]["cases"].begin());  // one case the baseline lacks
+  std::ofstream(d / "moved.json") << j.dump();
+  const Ran r = sh(kBin + " check " + sc + " --baseline " + qp(d / "moved.json") + " --junit " + qp(d / "j.xml"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  const Ran v = sh("xmllint --noout --schema tests/cli/junit.xsd " + qp(d / "j.xml"));
+  EXPECT_EQ(v.rc, 0) << v.out;
+  const std::string x = read_file((d / "j.xml").string());
+  // 36 measured points, then n - 1 compared predictions (1 moved) and 1 not in the baseline.
+  EXPECT_TRUE(has(x, fmt::format("<testsuites name=\"fusesim check\" tests=\"{}\" failures=\"1\" errors=\"0\" skipped=\"1\"", 36 + n)))
+      << x.substr(0, 400);
+  EXPECT_TRUE(has(x, fmt::format("<testsuite name=\"baseline {}\" tests=\"{}\" failures=\"1\" errors=\"0\" skipped=\"1\"",
+                                 (d / "moved.json").string(), n)))
+      << x;
+  const std::string tc = "<testcase classname=\"mi355x-dsv4-pro-wo_b-tp8\" name=\"" + id + " (prediction)\" time=\"0\">\n      <failure message=\"predicted ";
+  ASSERT_TRUE(has(x, tc)) << x;
+  const std::string f = x.substr(x.find(tc), 600);
+  EXPECT_TRUE(has(f, "(+5.000%, threshold 1%)\" type=\"prediction moved\">")) << f;
+  EXPECT_TRUE(has(f, fmt::format("old_us={:.6g}\nnew_us={:.6g}\nchange_pct=+5.0000\nthreshold_pct=1\n", now / 1.05, now))) << f;
+  EXPECT_TRUE(has(x, "<skipped message=\"not in the baseline ")) << x;
+  // Without --baseline the report has no baseline suite (the test can tell them apart).
+  ASSERT_EQ(sh(kBin + " check " + sc + " --junit " + qp(d / "plain.xml")).rc, 0);
+  EXPECT_FALSE(has(read_file((d / "plain.xml").string()), "prediction moved"));
+}
+
+// A --baseline nested thousands deep is refused before the parser sees it, naming the file and the limit.
+TEST(CiOutputs, DeepBaselineIsRefused) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "deep.json") << "{\"runs\": " << std::string(5000, '[') << std::string(5000, ']') << "}\n";
+  const Ran r = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --baseline " + qp(d / "deep.json"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "deep.json:1: '--baseline': JSON nested more than 64 levels deep")) << r.out;
+  EXPECT_LT(r.seconds, time_limit_s(5)) << r.out;
+}
+
+// --- 8. Terminal control characters -----------------------------------------------------------
+
+// The escaping itself: ESC, CR, BEL, DEL, a C1 control and a broken UTF-8 byte become visible
+// escapes; printable UTF-8 is kept.
+TEST(Terminal, PrintableEscapesControls) {
+  EXPECT_EQ(hw::printable("a\x1b[2Jb\rc\x07\x7f"), "a\\x1b[2Jb\\rc\\x07\\x7f");
+  EXPECT_EQ(hw::printable("x\xc2\x9b" "31m"), "x\\xc2\\x9b31m");  // C1 CSI
+  EXPECT_EQ(hw::printable("\xff\xe2\x82"), "\\xff\\xe2\\x82");
+  EXPECT_EQ(hw::printable("M\xc2\xb5s \xe2\x80\x94 ok"), "M\xc2\xb5s \xe2\x80\x94 ok");  // µ and an em dash kept
+  EXPECT_EQ(hw::printable("l1\nl2\t."), "l1\\nl2\\t.");
+  EXPECT_EQ(hw::printable("l1\nl2\r.", true), "l1\nl2\\r.");
+}
+
+namespace {
+/// No ESC, CR, BEL or C1 CSI byte pair anywhere in `s`.
+bool no_controls(const std::string& s) {
+  return s.find('\x1b') == std::string::npos && s.find('\r') == std::string::npos && s.find('\x07') == std::string::npos &&
+         s.find("\xc2\x9b") == std::string::npos;
+}
+}  // namespace
+
+// Case ids and scenario names with ESC sequences (clear screen, retitle the window) and a carriage
+// return reach the terminal escaped: run's table, check's lines and an error naming the case.
+TEST(Terminal, ControlCharactersInIdsAreEscaped) {
+  const fs::path d = fresh_dir();
+  // YAML double-quoted escapes: \e is ESC, \r a carriage return, \a BEL.
+  const std::string evil = R"(a\e[2J\e]0;pwned\a\rok)";
+  std::ofstream(d / "esc.yaml") << "scenario: \"s\\e[31m\"\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                << "  - id: \"" << evil << "\"\n    params: {mode: gemm-only, m: 16384, n: 7168, k: 2048}\n"
+                                << "    measured: {value_us: 100, source: test}\n";
+  Ran r = sh(kBin + " run " + qp(d / "esc.yaml"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "scenario s\\x1b[31m ")) << r.out;
+  EXPECT_TRUE(has(r.out, "a\\x1b[2J\\x1b]0;pwned\\x07\\rok ")) << r.out;
+  r = sh(kBin + " check " + qp(d / "esc.yaml"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "FAIL " + (d / "esc.yaml").string() + " a\\x1b[2J\\x1b]0;pwned\\x07\\rok: predicted ")) << r.out;
+  // The JSON keeps the id exactly (escaped by JSON's own rules).
+  r = sh(kBin + " run " + qp(d / "esc.yaml") + " --format json");
+  EXPECT_TRUE(has(r.out, R"("id": "a\u001b[2J\u001b]0;pwned\u0007\rok")")) << r.out;
+  // An error naming the case: an unknown parameter.
+  std::ofstream(d / "bad.yaml") << "scenario: s\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                << "  - id: \"" << evil << "\"\n    params: {mode: gemm-only, m: 16384, n: 7168, k: 2048, \"frob\\e[8m\": 1}\n";
+  r = sh(kBin + " run " + qp(d / "bad.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "a\\x1b[2J\\x1b]0;pwned\\x07\\rok")) << r.out;
+}
+
+// A hardware file's measured table (JSON lines) with a line nested thousands deep: refused by the
+// bounded parse, naming the table file, its line and the table's key.
+TEST(HostileParsers, DeepHardwareTableLineIsRefused) {
+  const fs::path d = fresh_dir();
+  std::string hw = read_file(kRoot + "/hw/h200-2gpu.yaml");
+  const std::string from = "file: ../calibrate/data/h200x2/gemm.jsonl";
+  ASSERT_TRUE(has(hw, from));
+  hw.replace(hw.find(from), from.size(), "file: deep.jsonl");
+  std::ofstream(d / "hw.yaml") << hw;
+  std::ofstream(d / "deep.jsonl") << "{\"m\": 1}\n{\"m\": " << std::string(5000, '[') << std::string(5000, ']') << "}\n";
+  const Ran r = sh(kBin + " params " + qp(d / "hw.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "deep.jsonl:2: 'tables.gemm': JSON nested more than 64 levels deep")) << r.out;
+  EXPECT_LT(r.seconds, time_limit_s(5)) << r.out;
+}
+
+// The trace commands' tables and errors: a trace whose file name carries ESC sequences and a
+// carriage return is named escaped (the table's header, and the error of a broken one).
+TEST(Terminal, TraceTablesAndErrorsEscapeNames) {
+  if (!has(sh(kBin + " --help").out, "trace")) GTEST_SKIP() << "built without the trace module (FUSESIM_TRACE)";
+  const fs::path d = fresh_dir();
+  const std::string name = "t\x1b[2J\x1b]0;pwned\x07\rx.json";
+  fs::copy_file(kRoot + "/calibrate/trace/examples/tiny_prefill_synthetic.json", d / name);
+  Ran r = sh(kBin + " trace analyze " + qp(d / name));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "t\\x1b[2J\\x1b]0;pwned\\x07\\rx.json: 1 rank(s)")) << r.out;
+  std::ofstream(d / ("bad" + name)) << "{\"traceEvents\": [";
+  r = sh(kBin + " trace analyze " + qp(d / ("bad" + name)));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "badt\\x1b[2J")) << r.out;
 }
