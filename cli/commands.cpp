@@ -744,7 +744,7 @@ void register_all(CLI::App& app) {
     std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot,
                 from_trace;
     std::vector<std::string> shapes, values, knobs;
-    int64_t exhaustive_limit = 4096;
+    int64_t exhaustive_limit = 4096, max_shapes = 64;
     int restarts = 4;
     unsigned seed = 1;
   };
@@ -756,6 +756,8 @@ void register_all(CLI::App& app) {
                                       "at most one, the parameters under every shape of the trace)");
   tc->add_option("--from-trace", ta->from_trace, "take the shapes (M, N, K, world size) from the GEMM + all-reduce pairs of a PyTorch "
                                                 "profiler trace (a file or a folder of per-rank files)");
+  tc->add_option("--max-shapes", ta->max_shapes, "with --from-trace: refuse a trace with more distinct shapes than this (default 64)")
+      ->check(CLI::Range(int64_t(1), int64_t(100000)));
   tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
   tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
   tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
@@ -807,9 +809,9 @@ void register_all(CLI::App& app) {
 #ifdef FUSESIM_TUNE_TRACE
       const TracePairs pairs = find_gemm_allreduce_pairs(ta->from_trace);
       try {
-        res = tune_trace_shapes(pairs, *spec, hw, ta->hw, o);
+        res = tune_trace_shapes(pairs, *spec, hw, ta->hw, o, size_t(ta->max_shapes), pairs.shapes.size() > 1);
       } catch (const std::invalid_argument&) {
-        fmt::print(stderr, "{}", format_trace_summary(pairs, nlohmann::json::object()));  // each pair and why it is not tuned
+        fmt::print(stderr, "{}", hw::printable(format_trace_summary(pairs, nlohmann::json::object()), true));  // each pair and why it is not tuned
         throw;
       }
       summary = format_trace_summary(pairs, res);
@@ -820,8 +822,9 @@ void register_all(CLI::App& app) {
       res = scenario::tune(*spec, hw, ta->hw, o);
     }
     std::string text = ta->format == "json" ? res.dump(2) + "\n" : ta->format == "yaml" ? scenario::format_tune_scenario(res) : scenario::format_tune_table(res);
-    if (!summary.empty() && ta->format == "table") text = summary + "\n" + text;
-    else if (!summary.empty() && ta->format == "yaml") fmt::print(stderr, "{}", summary);
+    // Kernel and op names come from someone else's trace: escaped before a terminal (hw/printable.hpp).
+    if (!summary.empty() && ta->format == "table") text = hw::printable(summary + "\n" + text, true);
+    else if (!summary.empty() && ta->format == "yaml") fmt::print(stderr, "{}", hw::printable(summary, true));
     if (!ta->out.empty()) {
       std::vector<hw::OutputFile> outs{{ta->out, text, "--out"}};
       hw::check_output_files(outs);

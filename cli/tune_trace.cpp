@@ -207,9 +207,10 @@ void pairs_of_rank(const trace::TraceFile& f, const trace::CategoryTable& table,
     if (p.ar_nelems >= 0 && dtype_bytes(p.ar_dtype) > 0) p.ar_bytes = p.ar_nelems * dtype_bytes(p.ar_dtype);
     if (p.ar_nelems < 0)
       problems.push_back("the all-reduce's size is not in the trace (no 'In msg nelems' on its kernel, no Input Dims on an all-reduce CPU op)");
-    else if (p.m > 0 && p.n > 0 && p.ar_nelems != p.m * p.n)
-      problems.push_back(fmt::format("the all-reduce carries {} elements, the GEMM's output M x N = {}: it reduces something else", p.ar_nelems,
-                                     p.m * p.n));
+    else if (int64_t mn = 0; p.m > 0 && p.n > 0 && __builtin_mul_overflow(p.m, p.n, &mn))
+      problems.push_back(fmt::format("the GEMM's output M x N = {} x {} overflows 64 bits: not a shape to tune", p.m, p.n));
+    else if (p.m > 0 && p.n > 0 && p.ar_nelems != mn)
+      problems.push_back(fmt::format("the all-reduce carries {} elements, the GEMM's output M x N = {}: it reduces something else", p.ar_nelems, mn));
     if (p.group_size < 0) problems.push_back("no group size in the trace ('Group size' or distributedInfo.world_size)");
     for (const auto& s : problems) p.problem += (p.problem.empty() ? "" : "; ") + s;
     out.pairs.push_back(std::move(p));
@@ -285,7 +286,11 @@ nlohmann::json to_json(const TracePairs& t) {
 }
 
 nlohmann::json tune_trace_shapes(const TracePairs& t, const models::ModelSpec& spec, const hw::Hardware& hw, const std::string& hw_path,
-                                 scenario::TuneOptions opt) {
+                                 scenario::TuneOptions opt, size_t max_shapes, bool progress) {
+  if (t.shapes.size() > max_shapes)
+    throw std::invalid_argument(fmt::format("--from-trace {}: {} distinct GEMM + all-reduce shapes, more than --max-shapes {} (each is a search of "
+                                            "hundreds of simulations; raise --max-shapes to tune them all)",
+                                            t.path, t.shapes.size(), max_shapes));
   if (opt.shapes.size() > 1)
     throw std::invalid_argument("--from-trace: give at most one --shape (the parameters under every shape of the trace, e.g. quant=blockscale)");
   const nlohmann::json base = opt.shapes.empty() ? nlohmann::json::object() : opt.shapes[0];
@@ -301,6 +306,9 @@ nlohmann::json tune_trace_shapes(const TracePairs& t, const models::ModelSpec& s
                               {"allreduce_dtype", s.ar_dtype}, {"count", s.count}, {"ranks", s.ranks},
                               {"measured_gemm_us", s.median_gemm_us()}, {"measured_allreduce_us", s.median_ar_us()},
                               {"measured_sum_us", s.median_sum_us()}};
+    if (progress)
+      fmt::print(stderr, "tune: shape {} of {}: M={} N={} K={} world size {} ({} pairs)\n", &s - t.shapes.data() + 1, t.shapes.size(), s.m, s.n, s.k,
+                 s.world_size, s.count);
     nlohmann::json one;
     try {
       one = scenario::tune(spec, hw, hw_path, opt);

@@ -94,10 +94,12 @@ nlohmann::json to_json(const TracePairs& t);
  * result's "trace" is to_json(t); a shape the model refuses (its world size, say) is listed in
  * "not_tuned_shapes" with the model's message. Errors: std::invalid_argument when opt.shapes has
  * more than one mapping, or when no shape of the trace could be tuned (naming the trace, how many
- * pairs it has and why they were not tuned).
+ * pairs it has and why they were not tuned), and when the trace has more than `max_shapes` distinct
+ * shapes (bounded work: each shape is a search of hundreds of simulations). A line per shape goes
+ * to stderr when `progress` is set.
  */
 nlohmann::json tune_trace_shapes(const TracePairs& t, const models::ModelSpec& spec, const hw::Hardware& hw, const std::string& hw_path,
-                                 scenario::TuneOptions opt);
+                                 scenario::TuneOptions opt, size_t max_shapes = 64, bool progress = false);
 
 /// What the trace gave, as text for the table output: the counts, each pair not tuned and why (at
 /// most `max_lines`, then how many more), and per tuned shape its count and measured medians beside

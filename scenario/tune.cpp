@@ -195,6 +195,13 @@ std::vector<Knob> knob_space(const models::CaseSchema& schema, const TuneOptions
 json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::string& hw_path, const TuneOptions& opt) {
   if (!spec.schema) throw std::invalid_argument(fmt::format("the {} model declares no case schema: nothing to tune", spec.name));
   if (opt.ms.empty()) throw std::invalid_argument("tune: no M given");
+  // Bounded work (issue 22; from a fresh-user trial: --restarts -1 ran a degenerate search and
+  // --restarts 10^9 / --exhaustive-limit 10^11 ran without end).
+  if (opt.restarts < 0 || opt.restarts > 10000)
+    throw std::invalid_argument(fmt::format("--restarts: {} is outside 0..10000 (random starts besides the defaults)", opt.restarts));
+  if (opt.exhaustive_limit < 0 || opt.exhaustive_limit > 1000000)
+    throw std::invalid_argument(
+        fmt::format("--exhaustive-limit: {} is outside 0..1000000 (settings searched exhaustively per M; 0: always coordinate descent)", opt.exhaustive_limit));
   if (!opt.baseline.is_object() || opt.baseline.empty())
     throw std::invalid_argument("tune: no baseline given (the parameters it differs by, e.g. mode=rccl)");
   const std::vector<Knob> knobs = knob_space(*spec.schema, opt);

@@ -107,6 +107,9 @@ TEST(TuneTrace, GeneratedTensorParallelTraceTunesEachDistinctShape) {
   o.only = {"gather_dtype", "gather_transport"};
   o.fixed = {{"mode", "fused-sdma"}};
   o.baseline = {{"mode", "rccl"}};
+  // Bounded work: a trace with more distinct shapes than --max-shapes is refused with the count.
+  const std::string many = error_of<std::invalid_argument>([&] { cli::tune_trace_shapes(t, *models::find_spec("gemm_ar"), hw, "hw", o, 1); });
+  EXPECT_NE(many.find("2 distinct GEMM + all-reduce shapes, more than --max-shapes 1"), std::string::npos) << many;
   const auto res = cli::tune_trace_shapes(t, *models::find_spec("gemm_ar"), hw, kRoot + "/hw/mi355x-8gpu.yaml", o);
   ASSERT_EQ(res["shapes"].size(), 2u);
   for (size_t i = 0; i < 2; ++i) {

@@ -113,6 +113,26 @@ TEST(TuneCollective, BestBackendIsTheFastestSetting) {
   }
 }
 
+// Bounded search (from a fresh-user trial): a negative or huge --restarts, or an --exhaustive-limit
+// outside 0..10^6, is refused naming the option, not run as a degenerate or endless search.
+TEST(TuneSearch, RestartsAndExhaustiveLimitAreBounded) {
+  const auto& spec = *models::find_spec("collective");
+  auto with = [&](int restarts, int64_t limit) {
+    scenario::TuneOptions o;
+    o.shapes = {{{"op", "all-reduce"}, {"n", 7168}, {"world_size", 8}}};
+    o.ms = {64};
+    o.baseline = {{"backend", "rccl"}};
+    o.restarts = restarts;
+    o.exhaustive_limit = limit;
+    return error_of<std::invalid_argument>([&] { scenario::tune(spec, mi355x(), "hw", o); });
+  };
+  EXPECT_NE(with(-1, 4096).find("--restarts: -1 is outside 0..10000"), std::string::npos);
+  EXPECT_NE(with(1000000000, 4096).find("--restarts: 1000000000 is outside 0..10000"), std::string::npos);
+  EXPECT_NE(with(4, -1).find("--exhaustive-limit: -1 is outside 0..1000000"), std::string::npos);
+  EXPECT_NE(with(4, 100000000000).find("--exhaustive-limit: 100000000000 is outside"), std::string::npos);
+  EXPECT_EQ(with(0, 4096), "");  // zero restarts (the defaults' start alone) is a valid search
+}
+
 // Seed 000's wire table at M=16384 (02-gather.jsonl): the search over the wire and its transport
 // picks the measured best.
 TEST(TuneSeed000, PicksTheMeasuredBestWire) {
