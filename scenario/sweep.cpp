@@ -244,6 +244,36 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
       throw std::invalid_argument(fmt::format("--resume: {}:{}: expected the row of case {} ('{}') of {}; is this the output of "
                                               "another scenario or format?",
                                               path, line, rows, c.id, sc.path));
+    // What the scenario measured for the case (and its tolerance): a kept row written before a
+    // measurement was added or a tolerance changed is refused too (from a fresh-user trial: it had
+    // been kept with measured_us null, and a changed tolerance was blamed on the hardware file).
+    {
+      const std::optional<double> now_meas = c.measured ? c.measured->value_us : std::nullopt;
+      std::optional<double> kept_meas, kept_tol;
+      bool tol_known = false;
+      if (format == "csv") {
+        const std::vector<std::string> f = csv_fields(row);
+        if (f.size() > 2 && !f[2].empty()) kept_meas = std::strtod(f[2].c_str(), nullptr);
+        if (f.size() > 6 && !f[f.size() - 2].empty()) kept_tol = std::strtod(f[f.size() - 2].c_str(), nullptr);
+        tol_known = f.size() > 6;
+      } else if (const auto j = nlohmann::json::parse(row, nullptr, false); j.is_object()) {
+        if (j.contains("measured_us") && j["measured_us"].is_number()) kept_meas = j["measured_us"].get<double>();
+        if (j.contains("tolerance_pct") && j["tolerance_pct"].is_number()) kept_tol = j["tolerance_pct"].get<double>();
+        tol_known = j.contains("tolerance_pct");
+      }
+      auto text = [](const std::optional<double>& v) { return v ? fmt::format("{:g}", *v) : std::string("none"); };
+      auto differ = [](const std::optional<double>& a, const std::optional<double>& b) {
+        return a.has_value() != b.has_value() || (a && std::abs(*a - *b) > 1e-3 * std::max(1.0, std::abs(*b)));
+      };
+      std::string what;
+      if (differ(kept_meas, now_meas)) what = fmt::format("measured_us {} in the row, {} in the scenario now", text(kept_meas), text(now_meas));
+      else if (tol_known && now_meas && kept_tol && differ(kept_tol, c.tolerance_pct))
+        what = fmt::format("tolerance_pct {} in the row, {:g} in the scenario now", text(kept_tol), c.tolerance_pct);
+      if (!what.empty())
+        throw std::invalid_argument(fmt::format("--resume: {}:{}: the kept row of case {} ('{}') has {} (was {} edited since?); nothing was "
+                                                "run: remove the rows from line {} on, or the file, to run them again",
+                                                path, line, rows, c.id, what, sc.path, line));
+    }
     if (const auto d = differing_param(c, echoed))
       throw std::invalid_argument(fmt::format("--resume: {}:{}: the kept row of case {} ('{}') has {} = {}, but the case now sets {}: {} "
                                               "(was {} edited since?); nothing was run: remove the rows from line {} on, or the file, "

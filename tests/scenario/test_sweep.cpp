@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "hw/io.hpp"
 #include "scenario/load.hpp"
 #include "scenario/report.hpp"
@@ -227,6 +229,40 @@ TEST(Sweep, ResumeRefusesARowWhoseParametersChanged) {
   c.resume = true;
   const std::string e2 = error_of<std::invalid_argument>([&] { scenario::sweep(sc, hw, c); });
   EXPECT_NE(e2.find("edited.csv:2: the kept row of case 0 ('a/m=1024/chunks=4') has pull_blocks = 64"), std::string::npos) << e2;
+}
+
+TEST(Sweep, ResumeRefusesARowWhoseMeasurementOrToleranceChanged) {
+  // From a fresh-user trial: a measurement added to a middle case after the run had been kept with
+  // measured_us null, and a changed tolerance was blamed on the hardware file. Both are now refused
+  // naming the case, in JSON lines and CSV.
+  const std::string head = kGemmHead + "defaults: {n: 7168, k: 2048, world_size: 8, quant: blockscale, mode: fused-sdma}\ncases:\n";
+  const std::string text = head + "  - id: a\n    sweep: {m: [1024, 2048]}\n  - id: b\n    params: {m: 4096}\n  - id: c\n    params: {m: 8192}\n";
+  const std::string measured = head + "  - id: a\n    sweep: {m: [1024, 2048]}\n  - id: b\n    params: {m: 4096}\n    measured: {value_us: 300, source: \"test\"}\n"
+                                      "  - id: c\n    params: {m: 8192}\n";
+  const std::string tolerance = head + "  - id: a\n    sweep: {m: [1024, 2048]}\n  - id: b\n    params: {m: 4096}\n    measured: {value_us: 300, source: \"test\"}\n"
+                                       "    tolerance_pct: 3\n  - id: c\n    params: {m: 8192}\n";
+  const auto hw = scenario::load_hardware(scenario::load(write_tmp("meas.yaml", text)));
+  for (const std::string format : {"jsonl", "csv"}) {
+    scenario::SweepOptions o;
+    o.out = test_tmp("meas." + format);
+    o.format = format;
+    o.progress = false;
+    scenario::sweep(scenario::load(write_tmp("meas.yaml", text)), hw, o);
+    const std::string full = read_file(o.out);
+    o.resume = true;
+    const int line = format == "csv" ? 4 : 3;
+    std::string e = error_of<std::invalid_argument>([&] { scenario::sweep(scenario::load(write_tmp("meas.yaml", measured)), hw, o); });
+    EXPECT_NE(e.find(fmt::format("meas.{}:{}: the kept row of case 2 ('b') has measured_us none in the row, 300 in the scenario now", format, line)),
+              std::string::npos)
+        << e;
+    EXPECT_EQ(read_file(o.out), full);
+    o.resume = false;
+    scenario::sweep(scenario::load(write_tmp("meas.yaml", measured)), hw, o);
+    o.resume = true;
+    e = error_of<std::invalid_argument>([&] { scenario::sweep(scenario::load(write_tmp("meas.yaml", tolerance)), hw, o); });
+    EXPECT_NE(e.find("has tolerance_pct 10 in the row, 3 in the scenario now"), std::string::npos) << e;
+    EXPECT_EQ(e.find("hardware file"), std::string::npos) << e;
+  }
 }
 
 TEST(Sweep, ResumeRefusesRowsWrittenOnOtherHardware) {
