@@ -307,6 +307,14 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   }
   const std::string mode = r.params["mode"] ? r.params["mode"].as<std::string>() : std::string("fused-sdma");
   const bool composite = mode != "gemm-only";
+  // The shape the row bands are counted from (bands_per_destination divides by world_size): a row
+  // with world_size 0 had divided by zero (found by fuzz_measurements), a huge m overflowed.
+  if (composite && (mode == "split-sdma" || mode == "fused-sdma")) {
+    const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
+    const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+    if (ws < 1 || ws > 1024) return reject(fmt::format("world_size: {} is outside 1..1024", ws));
+    if (m < 1 || m > (int64_t(1) << 40)) return reject(fmt::format("m: {} is outside 1..2^40", m));
+  }
   // What the layout ran when the row does not say (data README's table of layouts by commit).
   if (old_layout) {
     // 16ddbb94 and 0b26ebf8 had no --quant: ptpc operands (BLOCK_M 256); no gather flags: the bf16 wire over SDMA.

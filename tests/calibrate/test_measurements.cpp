@@ -103,6 +103,18 @@ TEST(ResultJson, JsonlNoiseLineIsSkippedWithWarningAndBadJsonIsAnError) {
   EXPECT_THROW(parse_jsonl_stream(bad2, "t.jsonl"), hw::FileError);
 }
 
+TEST(ResultJson, ImpossibleWorldSizeOrMIsRejectedNotDividedBy) {
+  // Regression from fuzz_measurements (2026-12-02, crash f9a7a67d...): a fused-sdma row with
+  // world_size 0 divided by zero counting its row bands (UBSan); now rejected naming the key.
+  for (const char* row : {R"({"mode": "fused-sdma", "world_size": 0, "m": 2048, "n": 7168, "k": 2048, "quant": "blockscale", "max_rank_time_us": 600})",
+                          R"({"mode": "split-sdma", "world_size": -8, "m": 2048, "max_rank_time_us": 600})",
+                          R"({"mode": "fused-sdma", "world_size": 8, "m": 1099511627777, "max_rank_time_us": 600})"}) {
+    const auto r = record_from_result_json(nlohmann::json::parse(row), "w.jsonl", 1);
+    EXPECT_TRUE(r.rejected) << row;
+    EXPECT_TRUE(r.reason.find("world_size: ") != std::string::npos || r.reason.find("m: ") != std::string::npos) << r.reason;
+  }
+}
+
 TEST(ResultJson, FailureRecordsOfTheRunnerAreRejected) {
   const auto j = nlohmann::json::parse(R"({"mode": "fused-sdma", "m": 8192, "failure": "timeout after 600 s"})");
   const auto r = record_from_result_json(j, "sweep.jsonl", 4);
