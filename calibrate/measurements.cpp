@@ -309,12 +309,11 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
   const bool composite = mode != "gemm-only";
   // The shape the row bands are counted from (bands_per_destination divides by world_size): a row
   // with world_size 0 had divided by zero (found by fuzz_measurements), a huge m overflowed.
-  if (composite && (mode == "split-sdma" || mode == "fused-sdma")) {
-    const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
-    const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
-    if (ws < 1 || ws > 1024) return reject(fmt::format("world_size: {} is outside 1..1024", ws));
-    if (m < 1 || m > (int64_t(1) << 40)) return reject(fmt::format("m: {} is outside 1..2^40", m));
-  }
+  const bool sdma_mode = composite && (mode == "split-sdma" || mode == "fused-sdma");
+  const int64_t ws = sdma_mode && r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
+  const int64_t m = sdma_mode && r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+  if (sdma_mode && (ws < 1 || ws > 1024)) return reject(fmt::format("world_size: {} is outside 1..1024", ws));
+  if (sdma_mode && (m < 1 || m > (int64_t(1) << 40))) return reject(fmt::format("m: {} is outside 1..2^40", m));
   // What the layout ran when the row does not say (data README's table of layouts by commit).
   if (old_layout) {
     // 16ddbb94 and 0b26ebf8 had no --quant: ptpc operands (BLOCK_M 256); no gather flags: the bf16 wire over SDMA.
@@ -327,9 +326,7 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
       r.params["gather_transport"] = "sdma";
       r.extra["wire_from_layout"] = "bf16 over sdma (16ddbb94 and 0b26ebf8 had no gather flags: the bf16 wire over SDMA)";
     }
-    if (composite && (mode == "split-sdma" || mode == "fused-sdma")) {
-      const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
-      const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+    if (sdma_mode) {
       const int64_t bands = bands_per_destination(m, ws, 256);
       const bool printed = r.params["chunks"].IsDefined();
       const int64_t c = printed ? r.params["chunks"].as<int64_t>() : -1;
@@ -366,12 +363,10 @@ Record record_from_result_json(const json& obj, const std::string& file, int lin
     // Today's layout: gather_bands 8 by default, chunks null = the --chunks default 8.
     if (r.params["fuse_reduce_push"] && r.params["fuse_reduce_push"].as<bool>() && !r.params["gather_bands"]) r.params["gather_bands"] = 8;
   }
-  if (composite && !r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma") && !old_layout) r.params["chunks"] = 8;
+  if (sdma_mode && !r.params["chunks"] && !old_layout) r.params["chunks"] = 8;
   // 103655f6 .. ad271d19 lower chunks by halving until they divide the row bands per destination
   // (data README: 8 becomes 4 at 12 bands, not 6): the case states the chunks that ran.
-  if (!old_layout && composite && r.params["chunks"] && (mode == "split-sdma" || mode == "fused-sdma")) {
-    const auto ws = r.params["world_size"] ? r.params["world_size"].as<int64_t>() : 8;
-    const auto m = r.params["m"] ? r.params["m"].as<int64_t>() : 16384;
+  if (!old_layout && sdma_mode && r.params["chunks"]) {
     const std::string q = r.params["quant"] ? r.params["quant"].as<std::string>() : std::string("blockscale");
     const int64_t bands = bands_per_destination(m, ws, q == "blockscale" ? 128 : 256);
     int64_t c = r.params["chunks"].as<int64_t>();

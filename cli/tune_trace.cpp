@@ -18,13 +18,6 @@
 namespace fusesim::cli {
 namespace {
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string lower(std::string s) {
   for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -219,12 +212,12 @@ void pairs_of_rank(const trace::TraceFile& f, const trace::CategoryTable& table,
 
 }  // namespace
 
-double TraceShape::median_gemm_us() const { return median_of(gemm_us); }
-double TraceShape::median_ar_us() const { return median_of(ar_us); }
+double TraceShape::median_gemm_us() const { return models::median(gemm_us); }
+double TraceShape::median_ar_us() const { return models::median(ar_us); }
 double TraceShape::median_sum_us() const {
   std::vector<double> s(gemm_us.size());
   for (size_t i = 0; i < s.size(); ++i) s[i] = gemm_us[i] + ar_us[i];
-  return median_of(s);
+  return models::median(s);
 }
 
 TracePairs find_gemm_allreduce_pairs(const std::string& path) {

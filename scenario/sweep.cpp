@@ -228,15 +228,17 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
     const models::Case c = sc.case_at(uint64_t(rows));
     bool ok = false;
     nlohmann::json echoed;
+    std::vector<std::string> f;  // the CSV row's fields
+    nlohmann::json j;            // the JSON row
     if (format == "csv") {
       const std::string head = models::csv_quoted(c.id) + ",";
       ok = row.compare(0, head.size(), head) == 0;
       if (ok) {
-        const std::vector<std::string> f = csv_fields(row);
+        f = csv_fields(row);
         if (f.size() > 4) echoed = nlohmann::json::parse(f[4], nullptr, false);
       }
     } else {
-      const auto j = nlohmann::json::parse(row, nullptr, false);
+      j = nlohmann::json::parse(row, nullptr, false);
       ok = j.is_object() && j.contains("id") && j["id"] == c.id;
       if (ok && j.contains("params")) echoed = j["params"];
     }
@@ -252,11 +254,10 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
       std::optional<double> kept_meas, kept_tol;
       bool tol_known = false;
       if (format == "csv") {
-        const std::vector<std::string> f = csv_fields(row);
         if (f.size() > 2 && !f[2].empty()) kept_meas = std::strtod(f[2].c_str(), nullptr);
         if (f.size() > 6 && !f[f.size() - 2].empty()) kept_tol = std::strtod(f[f.size() - 2].c_str(), nullptr);
         tol_known = f.size() > 6;
-      } else if (const auto j = nlohmann::json::parse(row, nullptr, false); j.is_object()) {
+      } else {
         if (j.contains("measured_us") && j["measured_us"].is_number()) kept_meas = j["measured_us"].get<double>();
         if (j.contains("tolerance_pct") && j["tolerance_pct"].is_number()) kept_tol = j["tolerance_pct"].get<double>();
         tol_known = j.contains("tolerance_pct");
