@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "calibrate/trace/analysis.hpp"
+#include "hw/printable.hpp"
 #include "calibrate/trace/categories.hpp"
 #include "calibrate/trace/kineto_reader.hpp"
 
@@ -334,7 +335,9 @@ std::string format_trace_summary(const TracePairs& t, const nlohmann::json& resu
   std::string o = fmt::format("trace {}: {} file{}, {} kernels, {} all-reduces, {} GEMM + all-reduce pairs: {} in {} distinct shape{}, {} not tuned\n",
                               t.path, t.files, t.files == 1 ? "" : "s", t.gpu_kernels, t.allreduces, t.pairs.size(),
                               int64_t(t.pairs.size()) - not_tuned, t.shapes.size(), t.shapes.size() == 1 ? "" : "s", not_tuned);
-  auto cut = [](const std::string& s) { return s.size() > 60 ? s.substr(0, 57) + "..." : s; };
+  // Kernel names come from someone else's trace: a newline in one must not start a line of its own
+  // (hw/printable.hpp escapes it; the caller escapes the rest of the text for the terminal).
+  auto cut = [](const std::string& s) { return hw::printable(s.size() > 60 ? s.substr(0, 57) + "..." : s); };
   size_t shown = 0;
   for (const auto& p : t.pairs) {
     if (p.problem.empty()) continue;
@@ -344,7 +347,7 @@ std::string format_trace_summary(const TracePairs& t, const nlohmann::json& resu
     }
     o += fmt::format("  not tuned: rank {} GEMM '{}' at {:.1f} us ({}{}) -> all-reduce '{}' ({}): {}\n", p.rank, cut(p.gemm_kernel), p.gemm_start_us,
                      p.m > 0 ? fmt::format("M={} N={} K={}", p.m, p.n, p.k) : "no shape",
-                     p.ar_nelems >= 0 ? fmt::format(", all-reduce {} elements", p.ar_nelems) : "", cut(p.ar_kernel), p.link, p.problem);
+                     p.ar_nelems >= 0 ? fmt::format(", all-reduce {} elements", p.ar_nelems) : "", cut(p.ar_kernel), p.link, hw::printable(p.problem));
   }
   for (const auto& r : result.value("not_tuned_shapes", nlohmann::json::array()))
     o += fmt::format("  shape M={} N={} K={} world size {} ({} pairs) not tuned: {}\n", r["trace"]["m"].get<int64_t>(), r["trace"]["n"].get<int64_t>(),

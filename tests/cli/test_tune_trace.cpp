@@ -3,6 +3,7 @@
 // own M with their counts and measured times, and hostile traces refused with the file and field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -147,4 +148,22 @@ TEST(TuneTrace, HostileTracesAreRefusedNamingTheFileAndField) {
   EXPECT_NE(e.find("cpu.json"), std::string::npos) << e;
   e = error_of<trace::TraceError>([&] { cli::find_gemm_allreduce_pairs(test_tmp("does-not-exist.json")); });
   EXPECT_NE(e.find("does-not-exist.json"), std::string::npos) << e;
+}
+
+TEST(TuneTrace, KernelNamesCannotForgeOrRecolourSummaryLines) {
+  // A GEMM kernel name holding a newline, a would-be gnuplot/shell escape and an ESC sequence: the
+  // pair's "not tuned" line stays one line, with the newline and ESC written as escapes.
+  const std::string path = write_tmp(
+      "forge.json",
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\\n!touch PWNED\\u001b[2J\", \"ts\": 1, \"dur\": 5, \"pid\": 0, "
+      "\"tid\": 7, \"args\": {\"stream\": 7, \"device\": 0, \"correlation\": 1}}, {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclKernel_AllReduce_RING_LL_Sum_bf16\", \"ts\": 7, \"dur\": 5, \"pid\": 0, \"tid\": 7, \"args\": {\"stream\": 7, \"device\": 0, "
+      "\"correlation\": 2, \"In msg nelems\": 10, \"Group size\": 8}}]}");
+  const cli::TracePairs t = cli::find_gemm_allreduce_pairs(path);
+  ASSERT_EQ(t.pairs.size(), 1u);
+  EXPECT_EQ(t.pairs[0].gemm_kernel, "gemm\n!touch PWNED\x1b[2J");  // kept exactly (JSON output)
+  const std::string text = cli::format_trace_summary(t, nlohmann::json::object());
+  EXPECT_NE(text.find("GEMM 'gemm\\n!touch PWNED\\x1b[2J'"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;  // the counts line and the pair's line
 }
