@@ -157,7 +157,7 @@ TEST(TuneSeed000, PicksTheMeasuredBestWire) {
 
 // Seed 000's pull grid (03-pull-grid.jsonl, fp8/lsa, M=16384): the best grid is in the measured flat
 // region (within 1% of the measured best), every grid of that region is within the band of the
-// best, and the grids measured slow (more than 8% off) are not.
+// best, and the grids measured slow (more than 4% off) are not.
 TEST(TuneSeed000, PicksThePullGridsFlatRegion) {
   const auto rows = measured_rows("03-pull-grid.jsonl");
   ASSERT_GE(rows.size(), 5u);
@@ -168,13 +168,14 @@ TEST(TuneSeed000, PicksThePullGridsFlatRegion) {
   for (const auto& r : rows) {
     const double t = r["max_rank_time_us"].get<double>();
     if (t <= best * 1.01) flat.push_back(r["pull_blocks"].get<int64_t>());
-    // More than 8% off: since the MI355X file is grounded in its components, 32 blocks (measured
-    // +4.9% off the best) is predicted +3.85% off, inside the +-4.8% band, so tune reports it as a
-    // tie the model cannot separate (it was outside with the composite-fitted file's 4%).
-    if (t > best * 1.08) slow.push_back(r["pull_blocks"].get<int64_t>());
+    // More than 4% off: 24, 32 and 256 blocks. 32 (measured +4.9% off the best) is predicted +6.3%
+    // off, outside the +-5.0% band, since the pull kernel's round trip is fitted on this grid with
+    // 7 loads in flight per lane (GEMM_AR.md); with the round trip of the 2026-11-29 fit it had been
+    // predicted +3.85% off, a tie inside the band.
+    if (t > best * 1.04) slow.push_back(r["pull_blocks"].get<int64_t>());
   }
   ASSERT_GE(flat.size(), 2u);
-  ASSERT_GE(slow.size(), 2u);
+  ASSERT_GE(slow.size(), 3u);
   scenario::TuneOptions o;
   o.baseline = {{"mode", "rccl"}};
   o.shapes = {kWoB};

@@ -146,14 +146,15 @@ TEST(GemmArMechanism, CopyEnginesServedFirstMoveTheGemmDrainBoundaryNotTheirSum)
 }
 
 TEST(GemmArMechanism, ReduceQuantizeDequantizeFromOneHbmReadRateAndWriteCost) {
-  // memory.fabric_bandwidth (the read rate) and memory.write_cost were solved from seed 000's reduce
-  // (8 slices read, 1 written: 41.7 us) and dequantize (3.5 read, 7 written: 61.0 us) phases
-  // (calibrate/data/mi355x/hbm_read_write.py); the quantize (1 read, 1/2 + row scales written) is
-  // their prediction: 11.8 / 11.9 us measured.
+  // kernel.launch_gap (the launch sum), memory.fabric_bandwidth (the read rate) and memory.write_cost
+  // were solved by least squares from seed 000's three kernels measured as their own phases
+  // (calibrate/data/mi355x/hbm_read_write.py): the reduce (8 slices read, 1 written: 41.7 / 42.5 /
+  // 43.1 us over the three columns), the dequantize (3.5 read, 7 written: 61.0 us) and the quantize
+  // (1 read, 1/2 + row scales written: 11.8 / 11.9 us). Each kernel's mean is met within 0.5 us.
   const auto r = models::simulate_gemm_ar(mi355x(), fp8("sdma"));
-  EXPECT_NEAR(phase(r, "reduce"), 41.7, 0.5);
+  EXPECT_NEAR(phase(r, "reduce"), (41.7 + 42.5 + 43.1) / 3, 0.5);
   EXPECT_NEAR(phase(r, "dequantize"), 61.0, 0.5);
-  EXPECT_NEAR(phase(r, "quantize"), 11.85, 0.10 * 11.85);
+  EXPECT_NEAR(phase(r, "quantize"), 11.85, 0.5);
   // With written bytes costing what read ones do, one rate cannot give both kernels: the dequantize
   // (write-heavy) comes out well short of its 61.0 us.
   hw::Hardware flat = mi355x();

@@ -40,11 +40,12 @@ TEST(Ttft, EveryRowWithinOnePercentagePointAndTheFp8RowsAreHeldOut) {
                       id == "v4-pro/bs64/fp8";
     // Since the MI355X file is fitted from its components (issue 17), the mxfp8 GEMM is its own
     // (183 us at [16384, 5120] TP4 where the seed-000 fit had 260 us): the V4.1-Flash layer becomes
-    // gather-bound and its held-out fp8-wire rows over-predict the saving by 1.3-1.6 points (-6.43 vs
-    // -5.10, -6.73 vs -5.28, -8.74 vs -7.19). They are the scenario's known misses, and must stay
+    // gather-bound and its held-out fp8-wire rows over-predict the saving by 1.5-1.8 points (-6.58 vs
+    // -5.10, -6.88 vs -5.28, -9.00 vs -7.19; 1.3-1.6 before the launch sum and HBM rates were fitted
+    // on seed 000's kernel phases). They are the scenario's known misses, and must stay
     // outside the point. V4-Pro's bs=64 fp8 row is one since the gemm/drain split fix (issue 17): its
-    // fp8 saving is under-predicted like the other two V4-Pro fp8 rows, now by 0.955 points of the base
-    // TTFT, which is 1.02% of the measured TTFT, outside the scenario's 1% tolerance.
+    // fp8 saving is under-predicted like the other two V4-Pro fp8 rows, now by 0.97 points of the base
+    // TTFT, which is 1.03% of the measured TTFT, outside the scenario's 1% tolerance.
     if (id == "v4-pro/bs64/fp8") {
       EXPECT_GT(std::fabs(c["error_pct"].get<double>()), 1.0) << id << ": a listed miss now within the tolerance";
       EXPECT_LE(std::fabs(pred_pct - meas_pct), 1.0) << id;
