@@ -126,25 +126,6 @@ void run_tiled(SmPool& pool, const TiledKernel& k, std::function<void()> on_done
   r->top_up(r);
 }
 
-double waves_beside(const SmLimits& sm, int ctas, int held_sms) {
-  if (ctas < 1) throw std::invalid_argument("waves_beside: ctas must be >= 1");
-  if (held_sms < 0 || held_sms >= sm.sms)
-    throw std::invalid_argument("waves_beside: held SMs must be 0.." + std::to_string(sm.sms - 1));
-  sim::Simulation sim;
-  SmPool pool(sim, sm);
-  if (held_sms > 0) pool.hold(held_sms, std::min(held_sms, sm.sms / sm.sms_per_tpc), "holder");
-  TiledKernel k;
-  k.tiles = ctas;
-  k.grid = ctas;
-  k.cluster = 1;
-  k.label = "kernel";
-  k.tile_time_s = [](int) { return 1e-6; };
-  double end = 0;
-  run_tiled(pool, k, [&] { end = sim.now(); });
-  sim.run();
-  return end * 1e6;
-}
-
 }  // namespace fusesim::hw
 
 namespace fusesim::hw {

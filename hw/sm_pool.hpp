@@ -95,15 +95,6 @@ struct TiledKernel {
 void run_tiled(SmPool& pool, const TiledKernel& k, std::function<void()> on_done);
 
 /**
- * Time, in units of one CTA's length, of a kernel of `ctas` equal CTAs, one per SM, when `held_sms` SMs
- * are held by another kernel for the whole run: the CTAs run in waves over the free SMs (run_tiled on a
- * pool of sm.sms SMs). waves_beside(sm, g, h) / waves_beside(sm, g, 0) is the slowdown the SM pool
- * predicts for such a kernel beside the holder. Errors: std::invalid_argument for ctas < 1 or held_sms
- * outside 0..sm.sms - 1.
- */
-double waves_beside(const SmLimits& sm, int ctas, int held_sms);
-
-/**
  * The SMs of one GPU by GPC and TPC and the block dispatcher's order over them (round 3 of issue 19).
  * gpc_of_sm[s], tpc_of_sm[s]: the GPC and TPC of SM s (ids 0..sms-1); first_sms: the SMs the dispatcher
  * fills first, in order, before it spreads the rest over the GPCs. On the H200 this is the table

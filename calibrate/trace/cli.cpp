@@ -1,5 +1,6 @@
 // fusesim trace: `fusesim trace analyze`, `fusesim trace whatif` and `fusesim trace stragglers`.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "calibrate/trace/analysis.hpp"
 #include "calibrate/trace/whatif.hpp"
 #include "hw/printable.hpp"
+#include "models/model.hpp"
 
 namespace fusesim {
 
@@ -106,9 +108,15 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
       ->check(CLI::IsMember({"prefill", "decode", "steps", "all"}))->capture_default_str();
   wi->add_flag("--comm-stream", wopt->comm_stream, "Move communication kernels to their own stream (depending only on their producers)");
   wi->add_option("--sms", wopt->sms,
-                 "With --comm-stream: SMs per GPU for the SM-sharing charge of compute kernels beside a moved collective "
-                 "(their CTAs in waves over the SMs its grid leaves, hw/sm_pool.hpp; a collective whose grid is >= N is refused); 0: no charge (default 132)")
+                 "With --comm-stream: the SM-sharing charge of compute kernels beside a moved collective (the sm_sharing "
+                 "model's mechanism, models::gemm_beside, on the --sm-hw machine): N must be that machine's SM count "
+                 "(a collective whose grid is >= N is refused); 0: no charge (default 132)")
       ->check(CLI::Range(0, 100000));
+  auto sm_hw = std::make_shared<std::string>("hw/h200-1gpu.yaml");
+  wi->add_option("--sm-hw", *sm_hw,
+                 "With --comm-stream: the hardware file of the SM-sharing charge (gpu.compute_units, the smshare.* keys, the "
+                 "table sm_map)")
+      ->capture_default_str();
   wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
                  "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -123,7 +131,7 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
   wi->add_option("--allreduce-regex", wopt->allreduce_regex, "Communication kernels that count as all-reduce for --fuse-gemm-ar")->capture_default_str();
   wi->add_option("--epsilon-us", wopt->epsilon_us, "Dependency inference tolerance (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
   wi->add_option("--world-size", wopt->world_size, "Ranks in the all-reduce (default: from the trace)")->check(CLI::NonNegativeNumber);
-  wi->callback([w, wopt, scales, rank_scales, hw, gemm_ar] {
+  wi->callback([w, wopt, scales, rank_scales, hw, sm_hw, gemm_ar] {
     run_reporting_errors([&] {
       trace::WhatIfOptions opt = *wopt;
       if (opt.comm_consumer_after > 0 && !opt.comm_stream)
@@ -131,6 +139,12 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
                                     "collective moved to its own stream); add --comm-stream or drop it");
       if (!hw->empty() && !opt.fuse_gemm_ar)
         throw std::invalid_argument("--hw is read by --fuse-gemm-ar only; add --fuse-gemm-ar or drop --hw");
+      if (opt.comm_stream && opt.sms > 0) {
+        if (!std::filesystem::is_regular_file(*sm_hw))
+          throw std::invalid_argument(fmt::format("--sm-hw {}: no such file (the machine of the SM-sharing charge; run from the "
+                                                  "repository root, give --sm-hw FILE, or --sms 0 for no charge)", *sm_hw));
+        opt.sm_machine = std::make_shared<const models::SmShareMachine>(models::sm_share_machine(models::load_hardware(*sm_hw)));
+      }
       for (const auto& s : *scales) opt.scale.push_back(trace::parse_collective_scale(s));
       for (const auto& s : *rank_scales) opt.scale.push_back(trace::parse_rank_scale(s));
       if (opt.fuse_gemm_ar) {

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -698,11 +699,30 @@ std::vector<std::string> match_warnings(const CollectiveMatch& m) {
 }
 }  // namespace
 
+namespace {
+/// Bytes of one element of a PyTorch dtype as Kineto writes it on a collective ("Float", "BFloat16",
+/// "c10::Half", ...); 0 when unknown.
+double dtype_bytes(std::string t) {
+  if (t.rfind("c10::", 0) == 0) t = t.substr(5);
+  static const std::map<std::string, double> sizes = {
+      {"Byte", 1},   {"Char", 1},   {"Bool", 1},     {"Short", 2},         {"Half", 2},          {"BFloat16", 2},
+      {"Int", 4},    {"Float", 4},  {"Long", 8},     {"Double", 8},        {"ComplexHalf", 4},   {"ComplexFloat", 8},
+      {"ComplexDouble", 16},        {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"Float8_e4m3fnuz", 1}, {"Float8_e5m2fnuz", 1},
+      {"UInt16", 2}, {"UInt32", 4}, {"UInt64", 8}};
+  auto it = sizes.find(t);
+  return it == sizes.end() ? 0.0 : it->second;
+}
+}  // namespace
+
 double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vector<double>& start_us,
-                         const std::vector<double>& end_us, int sms, int* charged, int* no_grid) {
-  if (sms < 2) throw std::invalid_argument(fmt::format("--sms must be >= 2 for the SM-sharing charge, not {}", sms));
-  hw::SmLimits lim;
-  lim.sms = sms;
+                         const std::vector<double>& end_us, const models::SmShareMachine& m, SmShareCounts& counts) {
+  const int sms = m.limits.sms;
+  // One block per SM: the trace has no registers or shared memory, so each block is taken to fill an SM.
+  auto block_of = [&](const GpuOp& op) {
+    int64_t t = 1;
+    for (int32_t d : op.block) t *= std::max<int32_t>(1, d);
+    return hw::BlockShape{static_cast<int>(std::min<int64_t>(t, 1 << 20)), 0, m.limits.smem_per_sm_bytes};
+  };
   auto ctas_of = [&](const ReplayGraph::Node& nd) -> int64_t {
     const GpuOp& op = tl.gpu(tl.ops[nd.op]);
     if (op.kind != GpuOpKind::kernel) return 0;
@@ -713,52 +733,94 @@ double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vect
     }
     return c;
   };
-  struct Iv { double s, e; int held; };
+  struct Iv { double s, e; int held; size_t node; double bps; bool bytes_known; };
   std::vector<Iv> comm;
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const auto& nd = g.nodes[j];
     if (tl.cls(tl.ops[nd.op]) != OpClass::communication || !(end_us[j] > start_us[j])) continue;
+    const GpuOp& op = tl.gpu(tl.ops[nd.op]);
     const int64_t c = ctas_of(nd);
     if (c >= sms)  // one block per SM: the collective would hold every SM, nothing is left for the compute kernels
       throw std::invalid_argument(fmt::format(
           "--sms {}: the communication kernel '{}' (trace op {}) has a grid of {} blocks, one per SM, which holds every "
-          "one of the {} SMs, so no compute kernel could run beside it; give --sms larger than {} (the GPU's SM count) "
-          "or 0 for no SM-sharing charge",
-          sms, tl.file->name_of(tl.gpu(tl.ops[nd.op])), nd.op, c, sms, c));
-    comm.push_back({start_us[j], end_us[j], c > 0 ? static_cast<int>(c) : -1});
+          "one of the {} SMs of {}, so no compute kernel could run beside it; give --sm-hw a machine of more than {} SMs "
+          "or --sms 0 for no SM-sharing charge",
+          sms, tl.file->name_of(op), nd.op, c, sms, m.path, c));
+    double bps = 0;
+    bool known = false;
+    if (op.collective >= 0 && static_cast<size_t>(op.collective) < tl.file->collectives.size()) {
+      const CollectiveArgs& ca = tl.file->collectives[static_cast<size_t>(op.collective)];
+      const double eb = dtype_bytes(tl.file->strings.str(ca.dtype));
+      if (eb > 0 && (ca.in_nelems >= 0 || ca.out_nelems >= 0)) {
+        known = true;
+        const double bytes = eb * (double(std::max<int64_t>(0, ca.in_nelems)) + double(std::max<int64_t>(0, ca.out_nelems)));
+        bps = bytes / ((end_us[j] - start_us[j]) * 1e-6);
+        if (bps >= m.hw.hbm)
+          throw std::invalid_argument(fmt::format(
+              "the communication kernel '{}' (trace op {}) moves {:.0f} bytes (In + Out msg nelems x {}) in {:.3f} us: "
+              "{:.1f} GB/s, at or above the HBM capacity of {} ({:.1f} GB/s), which the SM-sharing charge cannot queue; "
+              "--sms 0 turns the charge off",
+              tl.file->name_of(op), nd.op, bytes, tl.file->strings.str(ca.dtype), end_us[j] - start_us[j], bps * 1e-9,
+              m.path, m.hw.hbm * 1e-9));
+      }
+    }
+    comm.push_back({start_us[j], end_us[j], c > 0 ? static_cast<int>(c) : -1, j, bps, known});
   }
   double added = 0;
-  std::map<std::pair<int64_t, int>, double> memo;
+  std::map<std::tuple<int64_t, int64_t, int, int, double>, double> memo;  // (ctas, threads, held, nb threads, bps)
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     auto& nd = g.nodes[j];
     if (tl.cls(tl.ops[nd.op]) == OpClass::communication || !(nd.dur_us > 0)) continue;
-    double overlap = 0;
-    int held = 0;
-    bool unknown = false;
+    double overlap = 0, bps = 0;
+    const Iv* widest = nullptr;
+    bool unknown = false, bytes_known = true;
     for (const auto& c : comm) {
       const double o = std::min(end_us[j], c.e) - std::max(start_us[j], c.s);
       if (o <= 0) continue;
       overlap += o;
       if (c.held < 0) unknown = true;
-      held = std::max(held, c.held);
+      if (!widest || c.held > widest->held) widest = &c;
+      bps = std::max(bps, c.bps);
+      bytes_known = bytes_known && c.bytes_known;
     }
     if (overlap <= 0) continue;
     const int64_t ctas = ctas_of(nd);
-    if (ctas <= 0 || unknown || held <= 0) {
-      ++*no_grid;
+    if (ctas <= 0 || unknown || !widest || widest->held <= 0) {
+      ++counts.no_grid;
       continue;
     }
-    const int ctas_i = static_cast<int>(std::min<int64_t>(ctas, 1 << 24));
-    auto key = std::make_pair(static_cast<int64_t>(ctas_i), held);
+    const GpuOp& op = tl.gpu(tl.ops[nd.op]);
+    const GpuOp& nop = tl.gpu(tl.ops[g.nodes[widest->node].op]);
+    models::GemmOnSms gemm;
+    gemm.grid = gemm.tiles = static_cast<int>(std::min<int64_t>(ctas, 1 << 24));
+    gemm.cluster = 1;
+    gemm.block = block_of(op);
+    models::SmNeighbour nb;
+    nb.blocks = widest->held;
+    nb.block = block_of(nop);
+    nb.hbm_Bps = bps;
+    auto key = std::make_tuple(static_cast<int64_t>(gemm.grid), static_cast<int64_t>(gemm.block.threads), nb.blocks,
+                               nb.block.threads, bps);
     auto it = memo.find(key);
-    if (it == memo.end())
-      it = memo.emplace(key, hw::waves_beside(lim, ctas_i, held) / hw::waves_beside(lim, ctas_i, 0)).first;
+    if (it == memo.end()) {
+      double f = 1;
+      try {
+        // The slowdown is a ratio: any alone time gives it (1 s here; the engine's clock in picoseconds).
+        f = models::gemm_beside(m, gemm, nb, 1.0).slowdown();
+      } catch (const models::ParamError& e) {
+        throw std::invalid_argument(fmt::format("the SM-sharing charge of kernel '{}' (trace op {}) beside '{}' (trace op {}): {}",
+                                                tl.file->name_of(op), nd.op, tl.file->name_of(nop),
+                                                g.nodes[widest->node].op, e.what()));
+      }
+      it = memo.emplace(key, f).first;
+    }
     const double frac = std::min(1.0, overlap / (end_us[j] - start_us[j]));
     const double extra = nd.dur_us * (it->second - 1.0) * frac;
     if (extra > 0) {
       nd.dur_us += extra;
       added += extra;
-      ++*charged;
+      ++counts.charged;
+      if (!bytes_known) ++counts.without_bytes;
     }
   }
   return added;
@@ -862,6 +924,12 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
     auto changed = run();
     std::vector<double> charged_spans;
     if (opt.comm_stream && opt.sms > 0) {
+      if (!opt.sm_machine)
+        throw std::invalid_argument("the SM-sharing charge (--sms > 0) needs a machine (--sm-hw FILE); --sms 0 turns it off");
+      if (opt.sms != opt.sm_machine->limits.sms)
+        throw std::invalid_argument(fmt::format("--sms {} differs from the {} SMs of {} (--sm-hw): give --sms {} or 0 (no charge)",
+                                                opt.sms, opt.sm_machine->limits.sms, opt.sm_machine->path,
+                                                opt.sm_machine->limits.sms));
       // Replay the what-if for node times, charge the kernels beside moved collectives, replay again.
       std::vector<std::vector<double>> st(graphs.size()), en(graphs.size());
       if (rep.coupled) {
@@ -875,9 +943,12 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
           en[i] = rr.end_us[0];
         }
       }
+      SmShareCounts counts;
       for (size_t i = 0; i < graphs.size(); ++i)
-        rep.interference_us += charge_sm_sharing(graphs[i], *gtls[i], st[i], en[i], opt.sms, &rep.charged_kernels,
-                                                 &rep.uncharged_no_grid);
+        rep.interference_us += charge_sm_sharing(graphs[i], *gtls[i], st[i], en[i], *opt.sm_machine, counts);
+      rep.charged_kernels += counts.charged;
+      rep.uncharged_no_grid += counts.no_grid;
+      rep.charged_without_bytes += counts.without_bytes;
       charged_spans = run();
       rep.charged = true;
     }
@@ -952,6 +1023,9 @@ nlohmann::json to_json(const WhatIfReport& r) {
   j["saving_us"] = r.saving_us();
   if (r.charged) {
     j["sm_sharing"] = {{"sms", r.options.sms},
+                       {"machine", r.options.sm_machine ? r.options.sm_machine->path : std::string()},
+                       {"rule", "models::gemm_beside (the sm_sharing model's round-3 mechanism)"},
+                       {"kernels_charged_without_bytes", r.charged_without_bytes},
                        {"whatif_charged_us", r.whatif_charged_us},
                        {"saving_charged_us", r.saving_charged_us()},
                        {"kernels_charged", r.charged_kernels},
@@ -1017,10 +1091,12 @@ std::string to_table(const WhatIfReport& r) {
                  saving / n, r.replay_us > 0 ? 100.0 * saving / r.replay_us : 0.0, r.comm_us);
   if (r.charged) {
     double sc = std::abs(r.saving_charged_us()) < 1e-6 ? 0.0 : r.saving_charged_us();
-    fmt::format_to(out, "saving with the SM-sharing charge ({} SMs; {} compute kernel(s) beside a moved collective run in waves "
-                        "over the SMs its grid leaves, +{:.1f} us of kernel time; {} beside one without a grid, not charged): "
+    fmt::format_to(out, "saving with the SM-sharing charge ({} SMs of {}, the sm_sharing model's mechanism: {} compute kernel(s) "
+                        "beside a moved collective, +{:.1f} us of kernel time; {} of them for the SMs only, the collective's "
+                        "bytes not in the trace; {} beside one without a grid, not charged): "
                         "{:.1f} us per step ({:.2f}%), what-if {:.1f} us\n",
-                   r.options.sms, r.charged_kernels, r.interference_us, r.uncharged_no_grid, sc / n,
+                   r.options.sms, r.options.sm_machine ? r.options.sm_machine->path : std::string("?"), r.charged_kernels,
+                   r.interference_us, r.charged_without_bytes, r.uncharged_no_grid, sc / n,
                    r.replay_us > 0 ? 100.0 * sc / r.replay_us : 0.0, r.whatif_charged_us / n);
   }
   if (r.ranks.size() > 1) {

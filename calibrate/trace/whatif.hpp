@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/trace/analysis.hpp"
+#include "models/sm_sharing/sm_sharing.hpp"
 
 namespace fusesim::trace {
 
@@ -44,11 +46,14 @@ struct WhatIfOptions {
   /// With comm_stream: the N-th non-communication event after a collective on its original stream
   /// waits for it (0 = no consumer waits: the optimistic bound "depending only on producers").
   int comm_consumer_after = 0;
-  /// With comm_stream: SMs of the GPU for the SM-sharing charge (hw/sm_pool.hpp): a compute kernel
-  /// that the replay puts beside a moved communication kernel runs its CTAs in waves over the SMs the
-  /// collective leaves (its grid from the trace's args.grid), and is replayed again with that
-  /// slowdown on the overlapped part. 0: no charge. Default 132 (H100 / H200 SXM).
+  /// With comm_stream: the SM-sharing charge is on (sms > 0) or off (0). When on, `sm_machine` must be
+  /// set and sms must equal its SM count (the command line loads it from --sm-hw, default
+  /// hw/h200-1gpu.yaml): a compute kernel that the replay puts beside a moved communication kernel is
+  /// slowed by models::gemm_beside, the sm_sharing model's round-3 mechanism (see charge_sm_sharing),
+  /// and replayed again with that slowdown on the overlapped part.
   int sms = 132;
+  /// The machine of the SM-sharing charge (models::sm_share_machine of a hardware file).
+  std::shared_ptr<const models::SmShareMachine> sm_machine;
   std::vector<CollectiveScale> scale;
   bool fuse_gemm_ar = false;      ///< replace GEMM + following all-reduce by the predictor's time
   std::string allreduce_regex = "all_?reduce|cross_device_reduce|allreduce";
@@ -212,27 +217,47 @@ struct WhatIfReport {
   double saving_us() const { return replay_us - whatif_us; }
   double comm_us = 0;  ///< communication kernel time in the replayed windows, max over ranks
   /// The SM-sharing charge (comm_stream with sms > 0): the what-if replayed again with every compute
-  /// kernel beside a moved collective slowed by hw::waves_beside on its overlapped part, summed over
+  /// kernel beside a moved collective slowed by models::gemm_beside on its overlapped part, summed over
   /// windows; the kernels charged, those beside a collective without a grid in the trace (not charged),
   /// and the added kernel time (us, summed over ranks and windows).
   bool charged = false;
   double whatif_charged_us = 0;
   int charged_kernels = 0, uncharged_no_grid = 0;
+  /// Of the charged kernels, those beside a collective whose bytes the trace does not give ("In msg
+  /// nelems" / "Out msg nelems" / "dtype"): charged for the SMs only, no HBM stretch.
+  int charged_without_bytes = 0;
   double interference_us = 0;
   double saving_charged_us() const { return replay_us - whatif_charged_us; }
 };
 
+/// Counters of charge_sm_sharing().
+struct SmShareCounts {
+  int charged = 0;        ///< compute kernels charged
+  int no_grid = 0;        ///< beside a collective but without a grid (theirs or the collective's): not charged
+  int without_bytes = 0;  ///< charged for the SMs only: the collective beside gives no bytes
+};
+
 /**
- * The SM-sharing charge of one replayed graph (times of the replay: start_us / end_us per node): each
+ * The SM-sharing charge of one replayed graph (times of the replay: start_us / end_us per node, us): each
  * compute kernel overlapping communication kernels gets dur x (f - 1) x overlap / dur added, f =
- * hw::waves_beside(ctas, held) / hw::waves_beside(ctas, 0) with ctas its grid (x*y*z) and held the
- * largest grid among the collectives it overlaps (one block per SM). Returns the time added (us);
- * counts charged kernels and those without a grid. Errors: std::invalid_argument for sms < 2, and for
- * a communication kernel whose grid is >= sms (it would hold every SM; the message names the kernel,
- * its grid and --sms).
+ * models::gemm_beside(m, gemm, neighbour, dur).slowdown(): the sm_sharing model's round-3 mechanism
+ * (the neighbour's blocks placed by the machine's dispatcher order and holding their SMs, the kernel's
+ * CTAs in clusters over the GPC slots left, late CTAs, the HBM queue 1 + kappa u / (1 - u)), the same
+ * function `fusesim run` computes a sm_sharing case with. What the trace gives and what is assumed:
+ * the compute kernel: grid = its args.grid (x*y*z) CTAs, one tile each (tiles = grid: a persistent
+ * kernel's tile count is not in the trace), clusters of 1 (the trace has no cluster shape), its block's
+ * threads from args.block, and one block per SM (registers and shared memory are not in the trace: the
+ * block is taken to fill an SM's shared memory, so no other block shares its SM); the neighbour: the
+ * overlapped collective with the largest grid, blocks = its grid, one block per SM likewise, held for
+ * the kernel's whole run; its HBM rate = the largest over the overlapped collectives of (In msg nelems +
+ * Out msg nelems) x the dtype's bytes / the collective's replayed duration (the bytes it must read and
+ * write; none when the trace lacks the fields). Returns the time added (us); fills `counts`.
+ * Errors: std::invalid_argument naming the kernel for a communication kernel whose grid is >= the
+ * machine's SMs (it would hold every SM) or whose HBM rate is >= the machine's HBM capacity, and for a
+ * block that does not fit an SM.
  */
 double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vector<double>& start_us,
-                         const std::vector<double>& end_us, int sms, int* charged, int* no_grid);
+                         const std::vector<double>& end_us, const models::SmShareMachine& m, SmShareCounts& counts);
 
 /**
  * Replay the selected windows of every rank as measured, then with the changes, and report step

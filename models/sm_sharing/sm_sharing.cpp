@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -69,58 +71,46 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware() {
   return s;
 }
 
-namespace {
-/// Round 3 (see the header): placement, GPC cluster slots, late CTAs and the HBM queue on the engine.
-nlohmann::json run_round3(const hw::Hardware& hwf, const SmSharingHw& h, const CaseValues& v, sim::TraceSink* trace,
-                          int tiles, int rounds, double alone, double tile0) {
+SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
+  SmShareMachine m;
+  m.hw = sm_sharing_hardware().read(hwf);
+  m.path = hwf.path();
   if (!hwf.has_table("sm_map"))
-    throw ParamError("neighbour", fmt::format("the round-3 rule (no neighbour_tpcs, no cluster_slots) needs the table sm_map "
-                                              "in {} (the GPCs and the dispatcher's order)", hwf.path()));
+    throw hw::FileError(hwf.path(), -1, "tables.sm_map",
+                        "the round-3 SM-sharing rule needs the table sm_map (the GPCs and the dispatcher's order)");
   const hw::Table& tab = hwf.table("sm_map");
-  hw::SmMap map;
   try {
-    map = hw::SmMap::from_rows(tab.rows, tab.file);
+    m.map = hw::SmMap::from_rows(tab.rows, tab.file);
   } catch (const std::invalid_argument& e) {
     throw hw::FileError(hwf.path(), tab.line, "tables.sm_map", e.what());
   }
-  if (map.sms() != int(h.sms))
+  if (m.map.sms() != int(m.hw.sms))
     throw hw::FileError(hwf.path(), tab.line, "tables.sm_map",
-                        fmt::format("{} SMs in {}, gpu.compute_units is {}", map.sms(), tab.file, int(h.sms)));
-  const std::string kind = v.name("neighbour");
-  const int grid = int(v.integer("grid")), cluster = int(v.integer("cluster")), blocks = int(v.integer("blocks"));
-  auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
-  double u = 0, kappa = 0;
-  if (kind == "copy") {
-    if (h.hbm_queue_kappa < 0)
-      throw ParamError("neighbour", fmt::format("a copy neighbour under the round-3 rule needs smshare.hbm_queue_kappa in {}", hwf.path()));
-    kappa = h.hbm_queue_kappa;
-    u = v.number("neighbour_alone_GBps") * 1e9 / h.hbm;
-    if (u >= 1) throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", u));
-  }
-  hw::SmLimits lim;
-  lim.sms = int(h.sms);
-  lim.sms_per_tpc = int(h.sms_per_tpc);
-  const hw::BlockShape gemm_block{int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
-  const hw::BlockShape nb_block{int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")),
-                                v.number("neighbour_smem_bytes")};
-  (void)hw::residency(lim, gemm_block);
-  (void)hw::residency(lim, nb_block);
+                        fmt::format("{} SMs in {}, gpu.compute_units is {}", m.map.sms(), tab.file, int(m.hw.sms)));
+  m.limits.sms = int(m.hw.sms);
+  m.limits.sms_per_tpc = int(m.hw.sms_per_tpc);
+  return m;
+}
+
+namespace {
+/// One engine run of the GEMM on a fresh GpcPool, the neighbour's SMs `held` (empty: alone) for
+/// hold_s; tile_time(n) per tile. Returns (end time s, slots at launch, late CTAs).
+std::tuple<double, int, int> persistent_run(const SmShareMachine& m, const GemmOnSms& g, const std::vector<int>& held,
+                                            double hold_s, const std::function<double(int)>& tile_time,
+                                            sim::TraceSink* trace) {
   sim::Simulation sim;
   sim.set_trace(trace);
-  hw::GpcPool pool(sim, map);
-  const double nb_len = v.number("cover") * alone;
-  const std::vector<int> placed = hw::dispatch_placement(map, blocks);
-  if (!hw::can_share(lim, nb_block, 1, gemm_block)) {
-    const int id = pool.hold(placed, "neighbour");
-    sim.at(nb_len, [&pool, id] { pool.release(id); });
+  hw::GpcPool pool(sim, m.map);
+  if (!held.empty()) {
+    const int id = pool.hold(held, "neighbour");
+    if (std::isfinite(hold_s)) sim.at(hold_s, [&pool, id] { pool.release(id); });
   }
   hw::PersistentGemm pg;
-  pg.tiles = tiles;
-  pg.grid = grid;
-  pg.cluster = cluster;
+  pg.tiles = g.tiles;
+  pg.grid = g.grid;
+  pg.cluster = g.cluster;
   pg.label = "gemm";
-  pg.tile_time_s = [&](int running) { return tile0 * rate(grid) / rate(std::max(1, running)); };
-  if (rate(1) <= 0) throw ParamError("grid", "the tile rate r(1) is not positive");
+  pg.tile_time_s = tile_time;
   double t_end = 0;
   int slots = 0, late = 0;
   hw::run_persistent(pool, pg, [&](int s, int l) {
@@ -129,13 +119,101 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const SmSharingHw& h, const C
     late = l;
   });
   sim.run();
-  const double stretch = 1 + kappa * u / (1 - u);
-  const double t = t_end * stretch;
-  (void)rounds;
-  std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb_len * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
-  return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"tiles", tiles}, {"cta_slots", slots},
-          {"late_ctas", late}, {"hbm_stretch", stretch}, {"alone_us", alone * 1e6}, {"rule", "round 3 (engine)"},
-          {"neighbour_sms", placed.size()}};
+  return {t_end, slots, late};
+}
+}  // namespace
+
+BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNeighbour& nb, double alone_s,
+                         sim::TraceSink* trace) {
+  if (g.tiles < 1 || g.grid < 1 || g.cluster < 1)
+    throw ParamError("grid", fmt::format("the GEMM needs tiles, grid and cluster >= 1 (got {}, {}, {})", g.tiles, g.grid, g.cluster));
+  if (!(alone_s > 0) || !std::isfinite(alone_s))
+    throw ParamError("alone_time_us", fmt::format("the GEMM's alone time must be > 0 and finite, not {} s", alone_s));
+  if (nb.blocks < 0) throw ParamError("blocks", "the neighbour's blocks must be >= 0");
+  const SmSharingHw& h = m.hw;
+  auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
+  if (rate(m.limits.sms) <= 0)
+    throw ParamError("grid", fmt::format("the tile rate r({}) of {} is not positive", m.limits.sms, m.path));
+  try {
+    (void)hw::residency(m.limits, g.block);
+  } catch (const std::invalid_argument& e) {
+    throw ParamError("gemm_threads", fmt::format("the GEMM's block: {}", e.what()));
+  }
+  BesideResult r;
+  if (nb.hbm_Bps > 0) {
+    if (h.hbm_queue_kappa < 0)
+      throw ParamError("neighbour_alone_GBps",
+                       fmt::format("a neighbour that moves HBM bytes needs smshare.hbm_queue_kappa in {}", m.path));
+    r.hbm_u = nb.hbm_Bps / h.hbm;
+    if (r.hbm_u >= 1)
+      throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", r.hbm_u));
+    r.stretch = 1 + h.hbm_queue_kappa * r.hbm_u / (1 - r.hbm_u);
+  }
+  // The tile time: alone_s / rounds x r(ref) / r(n), ref = the CTAs running alone (the grid when it fits
+  // the GPU), then scaled so that the engine alone takes alone_s exactly.
+  const int rounds = (g.tiles + g.grid - 1) / g.grid;
+  const double tile0 = alone_s / rounds;
+  const int ref = std::min(g.grid, m.limits.sms);
+  std::function<double(int)> tile_time = [&](int running) {
+    return tile0 * rate(ref) / rate(std::clamp(running, 1, m.limits.sms));
+  };
+  std::vector<int> held;
+  if (nb.blocks > 0) {
+    try {
+      (void)hw::residency(m.limits, nb.block);
+    } catch (const std::invalid_argument& e) {
+      throw ParamError("neighbour_threads", fmt::format("the neighbour's block: {}", e.what()));
+    }
+    if (!hw::can_share(m.limits, nb.block, 1, g.block)) held = hw::dispatch_placement(m.map, nb.blocks);
+  }
+  r.held_sms = int(held.size());
+  const auto [t_alone, s_alone, l_alone] = persistent_run(m, g, {}, 0, tile_time, held.empty() ? trace : nullptr);
+  r.alone_s = alone_s;
+  const double scale = alone_s / t_alone;
+  if (held.empty()) {
+    r.beside_s = alone_s;
+    r.slots_at_launch = std::min(g.grid, s_alone);
+    r.late_ctas = l_alone;
+    return r;
+  }
+  const auto [t_b, slots, late] = persistent_run(m, g, held, nb.length_s / scale, tile_time, trace);
+  r.beside_s = t_b * scale;
+  r.slots_at_launch = slots;
+  r.late_ctas = late;
+  return r;
+}
+
+namespace {
+/// Round 3 (see the header): the case's kernels on gemm_beside(), the neighbour for cover x alone_time_us.
+nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::TraceSink* trace, int tiles, double alone) {
+  SmShareMachine m;
+  try {
+    m = sm_share_machine(hwf);
+  } catch (const hw::FileError& e) {
+    if (!hwf.has_table("sm_map"))
+      throw ParamError("neighbour", fmt::format("the round-3 rule (no neighbour_tpcs, no cluster_slots) needs the table sm_map "
+                                                "in {} (the GPCs and the dispatcher's order)", hwf.path()));
+    throw;
+  }
+  const std::string kind = v.name("neighbour");
+  if (kind == "copy" && m.hw.hbm_queue_kappa < 0)
+    throw ParamError("neighbour", fmt::format("a copy neighbour under the round-3 rule needs smshare.hbm_queue_kappa in {}", hwf.path()));
+  GemmOnSms g;
+  g.tiles = tiles;
+  g.grid = int(v.integer("grid"));
+  g.cluster = int(v.integer("cluster"));
+  g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
+  SmNeighbour nb;
+  nb.blocks = int(v.integer("blocks"));
+  nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
+  nb.length_s = v.number("cover") * alone;
+  if (kind == "copy") nb.hbm_Bps = v.number("neighbour_alone_GBps") * 1e9;
+  const BesideResult r = gemm_beside(m, g, nb, alone, trace);
+  const double t = r.beside_s * r.stretch;
+  std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
+  return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"tiles", tiles}, {"cta_slots", r.slots_at_launch},
+          {"late_ctas", r.late_ctas}, {"hbm_stretch", r.stretch}, {"alone_us", alone * 1e6}, {"rule", "round 3 (engine)"},
+          {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace
 
@@ -186,7 +264,7 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
             {"waves", waves}, {"hbm_stretch", stretch2}, {"alone_us", alone * 1e6}};
   }
 
-  if (kind != "none" && !v.given("neighbour_tpcs") && hwf.has_table("sm_map")) return run_round3(hwf, h, v, trace, tiles, rounds, alone, tile0);
+  if (kind != "none" && !v.given("neighbour_tpcs") && hwf.has_table("sm_map")) return run_round3(hwf, v, trace, tiles, alone);
 
   sim::Simulation sim;
   sim.set_trace(trace);

@@ -2,11 +2,15 @@
 // SM pool of hw/sm_pool.hpp. Registered in models/registry.inc.
 #pragma once
 
+#include <limits>
+#include <string>
+
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "hw/hardware.hpp"
 #include "hw/params.hpp"
+#include "hw/sm_pool.hpp"
 #include "models/model.hpp"
 #include "sim/trace.hpp"
 
@@ -21,6 +25,64 @@ struct SmSharingHw {
   double sms = 0, sms_per_tpc = 0, tile_rate_at_zero = 0, tile_rate_slope = 0, hbm = 0, hbm_queue_kappa = -1;
 };
 const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
+
+/// The machine of the round-3 rule, read once from a hardware file (hw/h200-1gpu.yaml): the keys of
+/// SmSharingHw, the SM limits (gpu.compute_units SMs, gpu.sms_per_tpc; Hopper's per-SM limits) and the
+/// table `sm_map` (hw::SmMap). Errors: hw::FileError naming the file and key for a missing or bad key
+/// or table, or an sm_map whose SM count differs from gpu.compute_units.
+struct SmShareMachine {
+  SmSharingHw hw;
+  hw::SmLimits limits;
+  hw::SmMap map;
+  std::string path;  ///< the hardware file
+};
+SmShareMachine sm_share_machine(const hw::Hardware& hwf);
+
+/// A GEMM kernel on the SM pool: `tiles` output tiles shared by `grid` CTAs in clusters of `cluster`
+/// (a persistent kernel: tiles > grid; a one-tile-per-CTA kernel: tiles = grid), each CTA of `block`.
+struct GemmOnSms {
+  int tiles = 0, grid = 0, cluster = 1;
+  hw::BlockShape block;
+};
+
+/// The kernel beside the GEMM, launched first on an idle GPU: `blocks` blocks of `block`; hbm_Bps the
+/// bytes/s it moves through HBM alone (read + write; 0: none, no HBM stretch); it holds its SMs for
+/// length_s (infinity: the GEMM's whole run).
+struct SmNeighbour {
+  int blocks = 0;
+  hw::BlockShape block;
+  double hbm_Bps = 0;
+  double length_s = std::numeric_limits<double>::infinity();
+};
+
+/// What gemm_beside() computed: the engine's GEMM time alone and beside (seconds, SM pool only), the
+/// HBM stretch, the CTA slots at launch, the late CTAs and the SMs the neighbour holds (0 when a GEMM
+/// block fits beside its blocks).
+struct BesideResult {
+  double alone_s = 0, beside_s = 0, stretch = 1;
+  int slots_at_launch = 0, late_ctas = 0, held_sms = 0;
+  double hbm_u = 0;  ///< the neighbour's HBM rate / HBM capacity
+  /// The GEMM's time beside over its time alone (SM pool x HBM stretch).
+  double slowdown() const { return beside_s / alone_s * stretch; }
+};
+
+/**
+ * THE round-3 mechanism of a GEMM beside a kernel holding SMs (issue 19), shared by the sm_sharing
+ * model (run_sm_sharing_case) and `fusesim trace whatif --comm-stream`'s SM-sharing charge: the
+ * neighbour's blocks land on hw::dispatch_placement over the machine's sm_map and hold those SMs
+ * (unless a GEMM block fits beside one of its blocks, hw::can_share) for nb.length_s; the GEMM runs as
+ * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, late CTAs keep one tile each), a
+ * tile started with n CTAs running lasting c / r(n), r(n) the machine's tile-rate line and c such that
+ * the same engine run with nothing beside takes alone_s (for a grid that starts whole alone:
+ * alone_s / ceil(tiles / grid) x r(grid) / r(n), the round-3 rule); a neighbour that moves bytes
+ * stretches the GEMM by 1 + kappa u / (1 - u), u = nb.hbm_Bps / HBM, kappa = smshare.hbm_queue_kappa.
+ * alone_s in seconds (> 0). Errors: models::ParamError naming the key for tiles, grid or cluster < 1,
+ * a block that does not fit an SM ("grid" / "gemm_threads" / "neighbour_threads"), a tile rate
+ * r(n) <= 0 for some n <= the SMs ("grid"), a neighbour that moves bytes on a machine without
+ * smshare.hbm_queue_kappa or with u >= 1 ("neighbour_alone_GBps").
+ */
+BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNeighbour& nb, double alone_s,
+                         sim::TraceSink* trace = nullptr);
 
 /**
  * One GEMM (C = X W^T, bf16, M x N x K) on one GPU, alone or beside a neighbour kernel of `blocks`
@@ -46,7 +108,7 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
  * u = neighbour_alone_GBps / HBM (a queue on HBM; kappa fitted per shape on round 1's pairs).
  * Round 3 (the rule for a neighbour when neither neighbour_tpcs nor cluster_slots is given and the
  * machine file has the table sm_map, as hw/h200-1gpu.yaml; without it, round 1's spread placement; the
- * engine computes every mechanism from the kernels' attributes and the hardware file): the neighbour's
+ * engine computes every mechanism from the kernels' attributes and the hardware file, by gemm_beside()): the neighbour's
  * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
  * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
  * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one

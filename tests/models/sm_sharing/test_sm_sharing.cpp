@@ -235,3 +235,39 @@ TEST(SmSharingRound3, TheH200FileDrivesEveryMechanismWithoutCaseKeys) {
   EXPECT_NEAR(cp["predicted_us"].get<double>(), c["predicted_us"].get<double>() * (1 + kappa * u / (1 - u)), 1e-6);
   EXPECT_THROW(run3("neighbour: copy, blocks: 4, neighbour_alone_GBps: 4000"), models::ParamError);  // u >= 1
 }
+
+TEST(SmSharingRound3, GemmBesideIsNormalisedToTheAloneTimeAndNamesItsKeys) {
+  const models::SmShareMachine m = models::sm_share_machine(models::load_hardware(test::kRoot + "/hw/h200-1gpu.yaml"));
+  models::GemmOnSms g;
+  g.tiles = g.grid = 264;  // more CTAs than SMs, one tile each: alone 2 waves of 132
+  g.cluster = 1;
+  g.block = {384, 168, 213188};
+  models::SmNeighbour none;
+  const auto alone = models::gemm_beside(m, g, none, 1e-4);
+  EXPECT_NEAR(alone.slowdown(), 1.0, 1e-12);
+  EXPECT_EQ(alone.held_sms, 0);
+  models::SmNeighbour nb;
+  nb.blocks = 16;
+  nb.block = {640, 32, 0};
+  const auto b = models::gemm_beside(m, g, nb, 1e-4);
+  EXPECT_EQ(b.held_sms, 16);
+  EXPECT_EQ(b.slots_at_launch, 116);
+  EXPECT_EQ(b.late_ctas, 148);
+  auto r = [&](int n) { return m.hw.tile_rate_at_zero - m.hw.tile_rate_slope * n; };
+  // 1e-7: the engine's clock is whole picoseconds, ~1e-8 of a 35 us tile.
+  EXPECT_NEAR(b.slowdown(), (2 / r(116) + 1 / r(32)) / (2 / r(132)), 1e-7);
+  EXPECT_NEAR(models::gemm_beside(m, g, nb, 3e-3).slowdown(), b.slowdown(), 1e-7);  // a ratio: any alone time
+  // A neighbour block small enough to sit beside a GEMM block holds nothing.
+  g.block = {128, 32, 1000};
+  nb.block = {128, 32, 0};
+  EXPECT_EQ(models::gemm_beside(m, g, nb, 1e-4).held_sms, 0);
+  nb.hbm_Bps = 4000e9;  // above the HBM capacity
+  try {
+    models::gemm_beside(m, g, nb, 1e-4);
+    FAIL() << "u >= 1 accepted";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "neighbour_alone_GBps");
+  }
+  g.grid = 0;
+  EXPECT_THROW(models::gemm_beside(m, g, nb, 1e-4), models::ParamError);
+}
