@@ -191,13 +191,15 @@ std::string row_difference(const std::string& kept, const std::string& now, cons
   return "the row's text";
 }
 
+constexpr size_t kMaxRowBytes = size_t(1) << 20;  ///< the longest line --resume reads (bytes)
+
 /// The rows of a previous output to keep: how many complete rows match the scenario's first cases,
 /// and the byte length they span (a partial last line is cut). Read line by line (memory does not
 /// grow with the file). Each kept row must be the row of the case at its position: its id, and
 /// every parameter the case sets that the row's "params" echo; the first and the last kept rows are
 /// run again and must come out the same bytes (a hardware file or model changed since is found
 /// there). Errors: std::invalid_argument naming the file's line, the case (index and id) and the
-/// key that differs.
+/// key that differs; a line longer than kMaxRowBytes, naming the file and line.
 std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const hw::Hardware& hw, const std::string& path,
                                              const std::string& format) {
   std::ifstream in(path, std::ios::binary);
@@ -220,8 +222,24 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
   }
   std::vector<std::pair<int64_t, std::string>> rerun;  // (case, kept row) of the first and the last kept rows
   int64_t rerun_line[2] = {0, 0};
-  while (std::getline(in, row)) {
-    if (in.eof()) break;  // a partial last line (no newline): cut, run again
+  // One line into `row` (false: the file ends before its newline, a partial last row: cut, run
+  // again). A kept line is bounded (a row is about 1 KiB): a file whose line runs past
+  // kMaxRowBytes is not a sweep's output, and is refused before it fills memory.
+  std::streambuf* sb = in.rdbuf();
+  auto next_line = [&]() -> bool {
+    row.clear();
+    for (;;) {
+      const int ch = sb->sbumpc();
+      if (ch == std::char_traits<char>::eof()) return false;
+      if (ch == '\n') return true;
+      if (row.size() >= kMaxRowBytes)
+        throw std::invalid_argument(fmt::format("--resume: {}:{}: a line longer than {} bytes: not a fusesim sweep output (a row is "
+                                                "about 1 KiB)",
+                                                path, line + 1, kMaxRowBytes));
+      row.push_back(char(ch));
+    }
+  };
+  while (next_line()) {
     ++line;
     if (uint64_t(rows) >= ncases)
       throw std::invalid_argument(fmt::format("--resume: {}:{}: more rows than the scenario's {} cases", path, line, ncases));
