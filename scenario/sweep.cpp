@@ -191,13 +191,15 @@ std::string row_difference(const std::string& kept, const std::string& now, cons
   return "the row's text";
 }
 
+constexpr size_t kMaxRowBytes = size_t(1) << 20;  ///< the longest line --resume reads (bytes)
+
 /// The rows of a previous output to keep: how many complete rows match the scenario's first cases,
 /// and the byte length they span (a partial last line is cut). Read line by line (memory does not
 /// grow with the file). Each kept row must be the row of the case at its position: its id, and
 /// every parameter the case sets that the row's "params" echo; the first and the last kept rows are
 /// run again and must come out the same bytes (a hardware file or model changed since is found
 /// there). Errors: std::invalid_argument naming the file's line, the case (index and id) and the
-/// key that differs.
+/// key that differs; a line longer than kMaxRowBytes, naming the file and line.
 std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const hw::Hardware& hw, const std::string& path,
                                              const std::string& format) {
   std::ifstream in(path, std::ios::binary);
@@ -220,8 +222,24 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
   }
   std::vector<std::pair<int64_t, std::string>> rerun;  // (case, kept row) of the first and the last kept rows
   int64_t rerun_line[2] = {0, 0};
-  while (std::getline(in, row)) {
-    if (in.eof()) break;  // a partial last line (no newline): cut, run again
+  // One line into `row` (false: the file ends before its newline, a partial last row: cut, run
+  // again). A kept line is bounded (a row is about 1 KiB): a file whose line runs past
+  // kMaxRowBytes is not a sweep's output, and is refused before it fills memory.
+  std::streambuf* sb = in.rdbuf();
+  auto next_line = [&]() -> bool {
+    row.clear();
+    for (;;) {
+      const int ch = sb->sbumpc();
+      if (ch == std::char_traits<char>::eof()) return false;
+      if (ch == '\n') return true;
+      if (row.size() >= kMaxRowBytes)
+        throw std::invalid_argument(fmt::format("--resume: {}:{}: a line longer than {} bytes: not a fusesim sweep output (a row is "
+                                                "about 1 KiB)",
+                                                path, line + 1, kMaxRowBytes));
+      row.push_back(char(ch));
+    }
+  };
+  while (next_line()) {
     ++line;
     if (uint64_t(rows) >= ncases)
       throw std::invalid_argument(fmt::format("--resume: {}:{}: more rows than the scenario's {} cases", path, line, ncases));
@@ -315,27 +333,108 @@ std::string duration_text(double s) {
 
 #ifdef FUSESIM_HAVE_MPI
 constexpr int kTagRow = 1;
-/// A row to rank 0: the case index (an error: -(index + 1)) then the text.
-void send_row(int64_t index, const std::string& text) {
-  std::string buf(sizeof(int64_t) + text.size(), '\0');
-  std::memcpy(buf.data(), &index, sizeof(int64_t));
-  std::memcpy(buf.data() + sizeof(int64_t), text.data(), text.size());
-  MPI_Send(buf.data(), int(buf.size()), MPI_CHAR, 0, kTagRow, MPI_COMM_WORLD);
+
+/// Wait for a request without spinning a core: MPI_Test then a short sleep. Open MPI's blocking
+/// calls (MPI_Send, MPI_Bcast, MPI_Wait, MPI_Finalize's fence) busy-poll, which burns the core that
+/// another rank needs when ranks share cores and, measured on the 2-core machine, made a worker's
+/// blocking MPI_Send of each row cost about one case of CPU (it spun until rank 0, busy running its
+/// own case, drained the shared-memory queue): 2 ranks spent ~2x the CPU of 1 process.
+void wait_polling(MPI_Request* req) {
+  for (int done = 0;;) {
+    MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    ::usleep(200);
+  }
 }
-/// The next row sent to rank 0, if one has arrived (*got false: none yet).
-std::pair<int64_t, std::string> recv_row(bool* got) {
+
+/// A worker rank's rows to rank 0, sent in batches (one message: for each row its case index, an
+/// error: -(index + 1), its length as int64, then its text) by MPI_Isend: the rank runs on while
+/// rank 0 is busy, and never spins waiting for it. A batch goes when it holds kBatchBytes or has
+/// waited kBatchSeconds (rank 0 writes in case order, so a batch held long would hold its rows
+/// back); at most kInFlight batches are outstanding (then the oldest is waited for, sleeping).
+class RowSender {
+ public:
+  static constexpr size_t kBatchBytes = 64 * 1024;
+  static constexpr double kBatchSeconds = 0.05;
+  static constexpr size_t kInFlight = 64;
+
+  /// Queue one row (sent now if the batch is full or old).
+  void add(int64_t index, const std::string& text) {
+    if (batch_.empty()) since_ = std::chrono::steady_clock::now();
+    const int64_t n = int64_t(text.size());
+    const size_t at = batch_.size();
+    batch_.resize(at + 2 * sizeof(int64_t) + text.size());
+    std::memcpy(batch_.data() + at, &index, sizeof(int64_t));
+    std::memcpy(batch_.data() + at + sizeof(int64_t), &n, sizeof(int64_t));
+    std::memcpy(batch_.data() + at + 2 * sizeof(int64_t), text.data(), text.size());
+    if (batch_.size() >= kBatchBytes ||
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count() >= kBatchSeconds)
+      send();
+    reap();
+  }
+  /// Send what is queued and wait (sleeping) until every batch has been received.
+  void finish() {
+    send();
+    for (auto& f : flight_) wait_polling(&f.first);
+    flight_.clear();
+  }
+
+ private:
+  void send() {
+    if (batch_.empty()) return;
+    while (flight_.size() >= kInFlight) {
+      wait_polling(&flight_.front().first);
+      flight_.erase(flight_.begin());
+    }
+    flight_.emplace_back(MPI_REQUEST_NULL, std::move(batch_));
+    batch_ = std::string();
+    auto& f = flight_.back();
+    MPI_Isend(f.second.data(), int(f.second.size()), MPI_CHAR, 0, kTagRow, MPI_COMM_WORLD, &f.first);
+  }
+  /// Drop the batches already received (MPI_Test also moves Open MPI's progress on).
+  void reap() {
+    while (!flight_.empty()) {
+      int done = 0;
+      MPI_Test(&flight_.front().first, &done, MPI_STATUS_IGNORE);
+      if (!done) return;
+      flight_.erase(flight_.begin());
+    }
+  }
+  std::string batch_;
+  std::chrono::steady_clock::time_point since_;
+  std::vector<std::pair<MPI_Request, std::string>> flight_;  // a request and the buffer it sends (moved: the data stays put)
+};
+
+/// The next batch of rows sent to rank 0, if one has arrived (empty: none yet): (index, text) each.
+std::vector<std::pair<int64_t, std::string>> recv_rows() {
   MPI_Status st;
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, kTagRow, MPI_COMM_WORLD, &flag, &st);
-  *got = flag != 0;
-  if (!flag) return {0, ""};
+  std::vector<std::pair<int64_t, std::string>> rows;
+  if (!flag) return rows;
   int n = 0;
   MPI_Get_count(&st, MPI_CHAR, &n);
-  std::string buf(n, '\0');
+  std::string buf(size_t(n), '\0');
   MPI_Recv(buf.data(), n, MPI_CHAR, st.MPI_SOURCE, kTagRow, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  int64_t index = 0;
-  std::memcpy(&index, buf.data(), sizeof(int64_t));
-  return {index, buf.substr(sizeof(int64_t))};
+  for (size_t at = 0; at + 2 * sizeof(int64_t) <= buf.size();) {
+    int64_t index = 0, len = 0;
+    std::memcpy(&index, buf.data() + at, sizeof(int64_t));
+    std::memcpy(&len, buf.data() + at + sizeof(int64_t), sizeof(int64_t));
+    at += 2 * sizeof(int64_t);
+    if (len < 0 || size_t(len) > buf.size() - at) throw std::runtime_error("sweep: a malformed batch of rows from an MPI rank");
+    rows.emplace_back(index, buf.substr(at, size_t(len)));
+    at += size_t(len);
+  }
+  return rows;
+}
+
+/// Every rank's end: a barrier waited for by polling, then MPI_Finalize (whose own fence then finds
+/// every rank there: a rank that finishes first sleeps rather than spinning in it).
+void finalize_polling() {
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  wait_polling(&req);
+  MPI_Finalize();
 }
 #endif
 
@@ -388,7 +487,11 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
     }
   }
 #ifdef FUSESIM_HAVE_MPI
-  if (mpi) MPI_Bcast(&start, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (mpi) {  // the others sleep-wait while rank 0 checks a file to resume (it may run rows again)
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Ibcast(&start, 1, MPI_INT64_T, 0, MPI_COMM_WORLD, &req);
+    wait_polling(&req);
+  }
 #endif
   if (start < 0) {
 #ifdef FUSESIM_HAVE_MPI
@@ -416,16 +519,18 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   };
   if (rep.rank != 0) {
 #ifdef FUSESIM_HAVE_MPI
+    RowSender sender;
     for (int64_t i = next_mine(); i < rep.cases; i = next_mine()) {
       ++rep.ran;
       try {
-        send_row(i, sweep_row(sc, hw, size_t(i), opt.format));
+        sender.add(i, sweep_row(sc, hw, size_t(i), opt.format));
       } catch (const std::exception& e) {
-        send_row(-(i + 1), e.what());
+        sender.add(-(i + 1), e.what());
         break;
       }
     }
-    MPI_Finalize();
+    sender.finish();
+    finalize_polling();
 #endif
     rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return rep;
@@ -490,15 +595,16 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   // Waiting for rows polls with short sleeps rather than MPI_Probe, which spins a core that the
   // other ranks may need when ranks share cores (--oversubscribe).
   auto drain = [&](bool wait) {
-    bool got = true, any = false;
-    while (got || (wait && !any)) {
-      auto [i, text] = recv_row(&got);
-      if (got) {
-        take(i, std::move(text));
-        any = true;
-      } else if (wait && !any) {
+    bool any = false;
+    for (;;) {
+      auto rows = recv_rows();
+      if (rows.empty()) {
+        if (!wait || any) return;
         ::usleep(200);
+        continue;
       }
+      for (auto& [i, text] : rows) take(i, std::move(text));
+      any = true;
     }
   };
 #endif
@@ -527,7 +633,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   out.close();
   progress(true);
 #ifdef FUSESIM_HAVE_MPI
-  if (mpi) MPI_Finalize();
+  if (mpi) finalize_polling();
 #endif
   rep.ran = rep.cases - start;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

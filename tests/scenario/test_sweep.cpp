@@ -78,6 +78,23 @@ TEST(Sweep, ResumeRefusesAnotherScenariosOutput) {
   EXPECT_EQ(read_file(o.out), "{\"id\":\"first\"}\n{\"id\":\"not-a-case\"}\n");  // left as it was
 }
 
+TEST(Sweep, ResumeRefusesALineLongerThanARowCanBe) {
+  // A kept line is read bounded: one of 2 MiB (no newline, as a partial last row would be, and with
+  // one) is refused naming the file and line, not read into memory whole; the file is left as it was.
+  const auto sc = scenario::load(kRoot + "/scenarios/h200x4-afd-3a1f-role-path.yaml");
+  const auto hw = scenario::load_hardware(sc);
+  for (const std::string end : {"", "\n"}) {
+    scenario::SweepOptions o;
+    const std::string text = "{\"id\":\"" + std::string(size_t(2) << 20, 'x') + end;
+    o.out = write_tmp("long.jsonl", text);
+    o.resume = true;
+    o.progress = false;
+    const std::string e = error_of<std::invalid_argument>([&] { scenario::sweep(sc, hw, o); });
+    EXPECT_NE(e.find("long.jsonl:1: a line longer than 1048576 bytes"), std::string::npos) << e;
+    EXPECT_EQ(read_file(o.out).size(), text.size());
+  }
+}
+
 TEST(Sweep, RefusesAModelThatRunsItsCasesTogether) {
   const auto sc = scenario::load(kRoot + "/scenarios/mi355x-dsv4-serving-ttft.yaml");
   const auto hw = scenario::load_hardware(sc);
