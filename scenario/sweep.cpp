@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "hw/io.hpp"
+#include "hw/printable.hpp"
 #include "scenario/report.hpp"
 #include "scenario/run.hpp"
 
@@ -583,7 +584,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
                                         error_at, opt.out);
 #ifdef FUSESIM_HAVE_MPI
     if (mpi && rep.ranks > 1) {
-      std::fprintf(stderr, "fusesim: error: %s\n", msg.c_str());
+      std::fprintf(stderr, "fusesim: error: %s\n", hw::printable(msg).c_str());  // input text: escaped (issue 22)
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
