@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <deque>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -385,7 +386,7 @@ class RowSender {
     if (batch_.empty()) return;
     while (flight_.size() >= kInFlight) {
       wait_polling(&flight_.front().first);
-      flight_.erase(flight_.begin());
+      flight_.pop_front();
     }
     flight_.emplace_back(MPI_REQUEST_NULL, std::move(batch_));
     batch_ = std::string();
@@ -398,12 +399,12 @@ class RowSender {
       int done = 0;
       MPI_Test(&flight_.front().first, &done, MPI_STATUS_IGNORE);
       if (!done) return;
-      flight_.erase(flight_.begin());
+      flight_.pop_front();
     }
   }
   std::string batch_;
   std::chrono::steady_clock::time_point since_;
-  std::vector<std::pair<MPI_Request, std::string>> flight_;  // a request and the buffer it sends (moved: the data stays put)
+  std::deque<std::pair<MPI_Request, std::string>> flight_;  // a request and the buffer it sends (a deque: elements never move while MPI reads them)
 };
 
 /// The next batch of rows sent to rank 0, if one has arrived (empty: none yet): (index, text) each.
