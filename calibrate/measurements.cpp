@@ -487,7 +487,7 @@ Record record_from_bench_ar(const json& obj, const std::string& file, int line) 
   };
   auto integer = [&](const char* k) {
     if (!is_int_like(obj[k])) throw FileError(file, line, k, fmt::format("expected an integer, got {}", obj[k].dump()));
-    return static_cast<int64_t>(obj[k].get<double>());
+    return hw::to_int(obj[k].get<double>(), {file, line, k});
   };
   r.params["op"] = obj.contains("op") && !obj["op"].is_null() ? str("op") : std::string("all-reduce");
   std::string backend = str("backend");

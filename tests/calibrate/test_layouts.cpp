@@ -209,6 +209,26 @@ TEST(Layouts, BenchArLinesAreCollectiveRecords) {
   EXPECT_NEAR(r.value, 1113.0, 1e-9);
 }
 
+// Found by fuzz_measurements on the device machine (2026-12-02, 270409th execution, commit 44debbf):
+// a bench_ar.py line whose integer key holds 1e300 reached an unchecked double -> int64 conversion
+// (undefined behaviour; INT64_MIN in the release build). Now the checked helper names file, line, key.
+TEST(Layouts, BenchArIntegerOutOfRangeNamesFileLineAndKey) {
+  for (const char* k : {"m", "n", "world_size"}) {
+    nlohmann::json j = nlohmann::json::parse(R"({"backend": "lsa", "m": 64, "n": 7168, "world_size": 8, "dtype": "bf16",
+        "max_rank_time_us": 30.7, "timing": "graph", "validated": true, "rel_l2": 0.0, "stage": 1, "blocks": 24})");
+    j[k] = 1e300;
+    try {
+      record_from_result_json(j, "ar.log", 7);
+      ADD_FAILURE() << k << ": accepted 1e300";
+    } catch (const hw::FileError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("ar.log"), std::string::npos) << what;
+      EXPECT_NE(what.find("7"), std::string::npos) << what;
+      EXPECT_NE(what.find(k), std::string::npos) << what;
+    }
+  }
+}
+
 // Chunks are lowered by halving as the benchmark does (8 -> 4 at 12 row bands per destination, not 6):
 // the case holds what ran.
 TEST(Layouts, ChunksLoweredByHalvingAsTheBenchmarkDoes) {
