@@ -111,6 +111,7 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
                  "With --comm-stream: the SM-sharing charge of compute kernels beside a moved collective (the sm_sharing "
                  "model's mechanism, models::gemm_beside, on the --sm-hw machine): N must be that machine's SM count "
                  "(a collective whose grid is >= N is refused); 0: no charge (default 132)")
+      ->check(CLI::TypeValidator<int>("an integer SM count"))  // "abc": named as not a count, not as out of range
       ->check(CLI::Range(0, 100000));
   auto sm_hw = std::make_shared<std::string>("hw/h200-1gpu.yaml");
   wi->add_option("--sm-hw", *sm_hw,

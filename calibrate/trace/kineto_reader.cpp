@@ -830,7 +830,7 @@ class KinetoSax {
       case Where::grid:
       case Where::block: {
         int32_t v = 0;
-        if (!int32_of(n, v)) {
+        if (!int32_of(n, v) || v < 0) {  // a launch dimension is a count: a negative one is refused, not taken as "no grid"
           if (ev_.bad_launch_dims.empty()) ev_.bad_launch_dims = num_text(n);
         } else if (ev_.idx < 3) {
           (stack_.back() == Where::grid ? ev_.grid : ev_.block)[static_cast<size_t>(ev_.idx)] = v;
@@ -915,7 +915,7 @@ class KinetoSax {
         require_int(ev_.device, Key::device);
         require_int(ev_.stream, Key::stream);
         if (!ev_.bad_launch_dims.empty())
-          fail(fmt::format("key \"args.grid\"/\"args.block\" of {} must hold integers of 32 bits, found {}", event_text(),
+          fail(fmt::format("key \"args.grid\"/\"args.block\" of {} must hold non-negative integers of 32 bits, found {}", event_text(),
                            ev_.bad_launch_dims));
         GpuOp op;
         op.start_ns = ev_.ts.v;

@@ -450,6 +450,9 @@ TEST(TraceReader, NumbersOutOfRangeNameTheKey) {
       {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7.5}})", "key \"args.stream\""},
       {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"device": 1e10}})", "key \"args.device\""},
       {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": [1e12, 1, 1]}})", "key \"args.grid\""},
+      // A negative launch dimension was stored and then read by the what-if as "no grid" (silently uncharged).
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"grid": [-5, 1, 1]}})", "non-negative integers of 32 bits, found -5"},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"block": [128, -1, 1]}})", "key \"args.grid\"/\"args.block\""},
       {R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"Input Dims": [[1e300, 2]]}})", "key \"args.Input Dims\""},
       {R"({"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "ts": 1, "dur": 1, "args": {"wait_on_stream": "x"}})", "key \"args.wait_on_stream\""},
   };

@@ -363,6 +363,15 @@ TEST(TraceCli, AnalyzeAndWhatIfCommands) {
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--comm-consumer-after", "2"}), CLI::RuntimeError);
   EXPECT_NO_THROW(run_cli({"trace", "whatif", d.str(), "--comm-stream", "--sms", "0", "--comm-consumer-after", "2"}));
   EXPECT_THROW(run_cli({"trace", "whatif", d.str(), "--hw", d.file("hw.yaml")}), CLI::RuntimeError);
+  // A non-number SM count is named as not a number (it was reported as "not in range 0 to 100000").
+  try {
+    run_cli({"trace", "whatif", d.str(), "--comm-stream", "--sms", "abc"});
+    ADD_FAILURE() << "--sms abc accepted";
+  } catch (const CLI::Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("Failed parsing abc"), std::string::npos) << w;
+    EXPECT_EQ(w.find("range"), std::string::npos) << w;
+  }
 }
 
 
