@@ -206,6 +206,29 @@ TEST(HostileParsers, DeeplyNestedYamlIsRefused) {
   EXPECT_TRUE(has(r.out, "deep.yaml:1: YAML nested more than 64 levels")) << r.out;
 }
 
+// A "billion laughs" of YAML aliases in a 1 KB scenario (found by a user trial, 2026-12-02): the
+// loader's walks visit an aliased node once per reference, 10^12 visits here (hours at 15 MB). The
+// alias is refused at its line, in the scenario and in a hardware file alike.
+TEST(HostileParsers, YamlAliasesAreRefusedAtTheirLine) {
+  const fs::path d = fresh_dir();
+  std::string bomb = "scenario: laughs\nnotes:\n  a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 12; ++i) {
+    bomb += "  a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) bomb += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  std::ofstream(d / "laughs.yaml") << bomb << "model: gemm_ar\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\ncases:\n  - {id: a, params: {m: 4096}}\n";
+  Ran r = sh(kBin + " run " + qp(d / "laughs.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "laughs.yaml:4: a YAML alias")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(5));
+  std::ofstream(d / "hw.yaml") << "gpu: &g x\nname: *g\n";
+  std::ofstream(d / "s.yaml") << "scenario: s\nmodel: gemm_ar\nhardware: " << (d / "hw.yaml").string() << "\ncases:\n  - {id: a, params: {m: 4096}}\n";
+  r = sh(kBin + " run " + qp(d / "s.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "hw.yaml:2: a YAML alias")) << r.out;
+}
+
 // A 40 KB header in an AFD JSON-lines file, JSON nested 5000 deep, a number too long for stoi and a
 // token count of 1e300: each an error naming the file, line and (where one) the key.
 TEST(HostileParsers, AfdLinesBombsAreErrorsNamingFileAndLine) {
