@@ -520,6 +520,7 @@ int main(int argc, char** argv) {
 
   if (mode == "alone") {
     for (const auto& kind : kinds) {
+      if (kind != "copy" && kind != "compute") continue;  // --kinds none: the GEMM records only
       std::vector<long long> bl(blocks.begin(), blocks.end());
       for (long long extra : {1LL, 2LL, 132LL, 264LL, 528LL})
         if (std::find(bl.begin(), bl.end(), extra) == bl.end()) bl.push_back(extra);

@@ -7,6 +7,9 @@
 #            B = 2, 4, 6, 8, 12, 16, 20, 28, 32: CTAs resident at launch, which CTAs are late, the span;
 #            no GEMM beside anything; (2) --mode alone: the round-5 shapes' GEMM default plans alone and both
 #            neighbours alone at B = 6, 12, 20, 32; (3) ncu launch statistics of those GEMM kernels
+#   rates:   the GEMM alone planned for few SMs (SM-count targets 124, 64, 32, 16, 8, 4) for the round-5
+#            shapes and 2048x2048x8192: the per-SM tile rate with few CTAs running, which the tile-rate line
+#            (fitted on 66..132) only extrapolates
 #   measure: the round-5 shapes' GEMM alone again (drift), then the round-5 beside grid, after the
 #            predictions' commit
 set -u
@@ -34,6 +37,11 @@ if [ "$MODE" = probe ]; then
   timeout 240 ncu --clock-control none --section LaunchStats --section Occupancy --csv --page details $B --mode gemm_once --shapes $SHAPES --sm-targets 0 --commit $COMMIT > $OUT/ncu_r5.csv 2> $OUT/ncu.err
   echo "ncu rc $? $(( $(date +%s) - t0 )) s"; tail -3 $OUT/ncu.err
   grep -o '"[^"]*nvjet[^"]*"' $OUT/ncu_r5.csv | sort | uniq -c
+elif [ "$MODE" = rates ]; then
+  S2=$SHAPES,2048x2048x8192
+  echo "probe_smshare --mode alone --shapes $S2 --sm-targets 0,124,64,32,16,8,4 --kinds none --commit $COMMIT" > $OUT/commands.txt
+  $B --mode alone --shapes $S2 --sm-targets 0,124,64,32,16,8,4 --kinds none --commit $COMMIT > $OUT/rates_r5.jsonl 2> $OUT/rates.err
+  echo "rates rc $? $(( $(date +%s) - t0 )) s"; tail -3 $OUT/rates.err; grep -c . $OUT/rates_r5.jsonl
 else
   echo "probe_smshare --mode alone --shapes $SHAPES --sm-targets 0 --blocks $BLOCKS --commit $COMMIT" > $OUT/commands.txt
   $B --mode alone --shapes $SHAPES --sm-targets 0 --blocks $BLOCKS --commit $COMMIT > $OUT/alone_r5m.jsonl 2> $OUT/alone.err
