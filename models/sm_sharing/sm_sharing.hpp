@@ -123,7 +123,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
  * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
  * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one
- * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running; a copy
+ * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
+ * SmSharingHw::tile_rate: the line capped at smshare.tile_rate_max where the file gives it, round 5); a copy
  * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
  * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
  * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves; round 3:
