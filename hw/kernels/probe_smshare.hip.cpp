@@ -114,9 +114,13 @@ __global__ void cluster_smid(int* smids, long long spin) {
 }
 
 __device__ __forceinline__ unsigned long long gtimer_ns() {
+#if defined(FUSESIM_GPU_HIP)
+  return wall_clock64();  // not nanoseconds; --mode clusterres refuses to run on HIP
+#else
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#endif
 }
 
 // A persistent kernel like nvjet's (one CTA per SM by shared memory, 2-CTA clusters): `tiles` tiles, each a
