@@ -16,6 +16,16 @@
 //  gpcmap     "cluster_placement": a kernel launched in clusters of 2, 4, 8 and 16 CTAs (grid = the
 //             most clusters resident, from cudaOccupancyMaxActiveClusters) records each CTA's %smid: the
 //             SMs of one cluster share a GPC, which maps SMs to GPCs (CUDA only).
+//  clusterres "cluster_residency" (round 5, CUDA only): a synthetic persistent kernel shaped like cuBLASLt's
+//             nvjet GEMMs (384 threads, --res-smem bytes of dynamic shared memory: one CTA per SM, clusters of
+//             2 CTAs) with G CTAs sharing T "tiles" (--res-configs GxT,...), each tile a spin of --res-unit-us
+//             on %globaltimer, launched on an idle GPU (B = 0) or after a neighbour of B blocks (--blocks,
+//             --kinds) has started on every block (as in beside). Tile hand-out: "static" (CTA i takes tiles
+//             i, i + G, ...: CUTLASS's persistent scheduler) or "dynamic" (an atomic tile counter). Per launch:
+//             each CTA's %smid, start and end (us after the first CTA's start) and tiles run, the CTAs
+//             resident at launch (started within half a unit of the first), the late CTAs' indices and the
+//             kernel's span in units. Counts the 2-CTA cluster slots a B-block neighbour leaves and which
+//             CTAs are late, with no GEMM beside anything.
 //  beside     "gemm_beside": the GEMM (default plan) while a neighbour of B blocks runs: the neighbour is
 //             launched first on its own stream; the GEMM's stream waits on a device flag until every
 //             neighbour block has started (so the neighbour holds its SMs before the GEMM is scheduled),
@@ -103,6 +113,51 @@ __global__ void cluster_smid(int* smids, long long spin) {
   }
 }
 
+__device__ __forceinline__ unsigned long long gtimer_ns() {
+#if defined(FUSESIM_GPU_HIP)
+  return wall_clock64();  // not nanoseconds; --mode clusterres refuses to run on HIP
+#else
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+// A persistent kernel like nvjet's (one CTA per SM by shared memory, 2-CTA clusters): `tiles` tiles, each a
+// spin of unit_ns; static (CTA i: tiles i, i + grid, ...) or dynamic (atomic counter). rec[4 i ..]: smid,
+// start (ns, low 32 bits after base), end, tiles run.
+__global__ void __launch_bounds__(384) persist_emul(long long* rec, int tiles, long long unit_ns, int dynamic, int* counter) {
+  extern __shared__ char pad[];
+  __shared__ int next;
+  const unsigned long long t0 = gtimer_ns();
+  if (threadIdx.x == 0) pad[0] = 0;
+  int done = 0;
+  int t = dynamic ? -1 : static_cast<int>(blockIdx.x);
+  for (;;) {
+    if (dynamic) {
+      if (threadIdx.x == 0) next = atomicAdd(counter, 1);
+      __syncthreads();
+      t = next;
+      __syncthreads();
+    }
+    if (t >= tiles) break;
+    if (threadIdx.x == 0) {
+      const unsigned long long s = gtimer_ns();
+      while (gtimer_ns() - s < static_cast<unsigned long long>(unit_ns)) {
+      }
+    }
+    __syncthreads();
+    ++done;
+    if (!dynamic) t += gridDim.x;
+  }
+  if (threadIdx.x == 0) {
+    rec[4 * blockIdx.x] = my_smid();
+    rec[4 * blockIdx.x + 1] = static_cast<long long>(t0);
+    rec[4 * blockIdx.x + 2] = static_cast<long long>(gtimer_ns());
+    rec[4 * blockIdx.x + 3] = done;
+  }
+}
+
 // Spins (one thread) until *started >= need, or about 2 s of cycles (then sets *timeout).
 __global__ void wait_started(volatile int* started, int need, int* timeout) {
   const long long t0 = clock64();
@@ -147,9 +202,15 @@ int main(int argc, char** argv) {
   const int pause_ms = static_cast<int>(args.integer("--pause-ms", 20, "idle time before each point (ms)"));
   const bool plan_for_free = args.flag("--plan-for-free", "beside: the GEMM planned for the SMs the neighbour leaves "
                                                           "(SM-count target = SMs - B), timed alone and beside");
+  const auto res_configs = args.str_list("--res-configs", {"132x256", "128x128", "132x1024"},
+                                         "clusterres: GxT (CTAs x tiles) of the persistent emulation");
+  const long long res_unit_us = args.integer("--res-unit-us", 20, "clusterres: one tile's spin (us)");
+  const long long res_smem = args.integer("--res-smem", 213204, "clusterres: dynamic shared memory per CTA (bytes)");
+  const long long res_reps = args.integer("--res-repeats", 3, "clusterres: launches per point");
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
-  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap") {
-    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside or gpcmap (got %s)\n", mode.c_str());
+  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap" && mode != "clusterres") {
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap or clusterres (got %s)\n",
+                 mode.c_str());
     return 2;
   }
 
@@ -230,6 +291,97 @@ int main(int argc, char** argv) {
         .num_list("smids", hv);
   };
   auto nb_unit = [&](const std::string& kind) -> long long { return kind == "copy" ? 8 : 200000; };
+
+  if (mode == "clusterres") {
+#if defined(FUSESIM_GPU_HIP)
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode clusterres needs CUDA thread-block clusters\n");
+    return 2;
+#else
+    GPU_CHECK(cudaFuncSetAttribute(persist_emul, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(res_smem)));
+    DeviceBuffer rec(0, sizeof(long long) * 4 * 1024), counter(0, sizeof(int));
+    // The compute neighbour's rate alone, to size it: it must outlast the emulation by far.
+    auto nb_len_work = [&](const std::string& kind, int b, double want_us) {
+      const long long unit = nb_unit(kind);
+      Stats su = time_one(ns.s, n0, n1, [&]() {
+        GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
+        launch_nb(kind, b, unit);
+      });
+      return std::max<long long>(1, static_cast<long long>(std::ceil(unit * want_us / su.median)));
+    };
+    std::vector<long long> bl{0};
+    for (auto b : blocks) bl.push_back(b);
+    for (const auto& cfgs : res_configs) {
+      int G = 0, T = 0;
+      if (std::sscanf(cfgs.c_str(), "%dx%d", &G, &T) != 2 || G < 2 || G % 2 || G > 1024 || T < 1) {
+        std::fprintf(stderr, "fusesim: probe_smshare: --res-configs: '%s' is not GxT (G even, 2..1024)\n", cfgs.c_str());
+        return 2;
+      }
+      const double span_us = (static_cast<double>(T) / G + 4) * res_unit_us;
+      for (const auto& kind : kinds)
+        for (auto b64 : bl) {
+          const int b = static_cast<int>(b64);
+          if (b == 0 && kind != kinds.front()) continue;
+          const long long work = b > 0 ? nb_len_work(kind, b, 40 * span_us + 2000) : 0;
+          for (int dyn = 0; dyn < 2; ++dyn)
+            for (long long r = 0; r < res_reps; ++r) {
+              pause();
+              GPU_CHECK(hipMemsetAsync(counter.ptr, 0, sizeof(int), gs.s));
+              GPU_CHECK(hipMemsetAsync(rec.ptr, 0xff, sizeof(long long) * 4 * G, gs.s));
+              GPU_CHECK(hipStreamSynchronize(gs.s));
+              if (b > 0) {
+                GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), ns.s));
+                GPU_CHECK(hipStreamSynchronize(ns.s));
+                launch_nb(kind, b, work);
+                wait_started<<<1, 1, 0, gs.s>>>(started.as<int>(), b, tmo.as<int>());
+                GPU_CHECK_LAUNCH();
+              }
+              cudaLaunchConfig_t cfg{};
+              cudaLaunchAttribute attr[1];
+              attr[0].id = cudaLaunchAttributeClusterDimension;
+              attr[0].val.clusterDim.x = 2;
+              attr[0].val.clusterDim.y = 1;
+              attr[0].val.clusterDim.z = 1;
+              cfg.blockDim = dim3(384, 1, 1);
+              cfg.gridDim = dim3(G, 1, 1);
+              cfg.dynamicSmemBytes = static_cast<size_t>(res_smem);
+              cfg.stream = gs.s;
+              cfg.attrs = attr;
+              cfg.numAttrs = 1;
+              GPU_CHECK(cudaLaunchKernelEx(&cfg, persist_emul, rec.as<long long>(), T, res_unit_us * 1000, dyn, counter.as<int>()));
+              GPU_CHECK_LAUNCH();
+              GPU_CHECK(hipDeviceSynchronize());
+              std::vector<long long> h(4 * G);
+              GPU_CHECK(hipMemcpy(h.data(), rec.ptr, sizeof(long long) * h.size(), hipMemcpyDeviceToHost));
+              long long base = h[1], last = 0;
+              for (int i = 0; i < G; ++i) base = std::min(base, h[4 * i + 1]);
+              std::vector<double> sm(G), st(G), en(G), nt(G), late;
+              int resident = 0, tiles_run = 0;
+              for (int i = 0; i < G; ++i) {
+                sm[i] = static_cast<double>(h[4 * i]);
+                st[i] = (h[4 * i + 1] - base) * 1e-3;
+                en[i] = (h[4 * i + 2] - base) * 1e-3;
+                nt[i] = static_cast<double>(h[4 * i + 3]);
+                tiles_run += static_cast<int>(h[4 * i + 3]);
+                last = std::max(last, h[4 * i + 2] - base);
+                if (st[i] < 0.5 * res_unit_us) ++resident;
+                else late.push_back(i);
+              }
+              JsonLine j;
+              j.str("measure", "cluster_residency").str("neighbour", b > 0 ? kind : "none").integer("blocks", b)
+                  .integer("grid", G).integer("cluster", 2).integer("tiles", T).str("schedule", dyn ? "dynamic" : "static")
+                  .integer("unit_us", res_unit_us).integer("smem_bytes", res_smem).integer("repeat", r)
+                  .integer("resident_at_launch", resident).integer("tiles_run", tiles_run)
+                  .num("span_units", last * 1e-3 / res_unit_us).num_list("late_ctas", late).num_list("cta_smid", sm)
+                  .num_list("cta_start_us", st).num_list("cta_end_us", en).num_list("cta_tiles", nt);
+              if (b > 0) placement(b, j);
+              rep.emit(j);
+            }
+        }
+    }
+    (void)hipblasLtDestroy(handle);
+    return 0;
+#endif
+  }
 
   if (mode == "gpcmap") {
 #if defined(FUSESIM_GPU_HIP)
@@ -372,6 +524,7 @@ int main(int argc, char** argv) {
 
   if (mode == "alone") {
     for (const auto& kind : kinds) {
+      if (kind != "copy" && kind != "compute") continue;  // --kinds none: the GEMM records only
       std::vector<long long> bl(blocks.begin(), blocks.end());
       for (long long extra : {1LL, 2LL, 132LL, 264LL, 528LL})
         if (std::find(bl.begin(), bl.end(), extra) == bl.end()) bl.push_back(extra);

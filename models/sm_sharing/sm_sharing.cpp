@@ -67,6 +67,11 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware() {
                              "round 3: a copy neighbour stretches the GEMM by 1 + kappa u / (1 - u), u = the copy's "
                              "bandwidth alone / HBM (dimensionless, one value for every GEMM shape)"},
                    -1),
+      hw::optional(&SmSharingHw::tile_rate_max,
+                   ParamDecl{"smshare.tile_rate_max", Quantity::FlopRate, 1 * T, 50 * T,
+                             "round 5: the per-SM tile rate with few CTAs running; the round-3 mechanism uses "
+                             "min(r0 - slope n, tile_rate_max) (FLOP/s per SM)"},
+                   -1),
   };
   return s;
 }
@@ -131,7 +136,7 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     throw ParamError("alone_time_us", fmt::format("the GEMM's alone time must be > 0 and finite, not {} s", alone_s));
   if (nb.blocks < 0) throw ParamError("blocks", "the neighbour's blocks must be >= 0");
   const SmSharingHw& h = m.hw;
-  auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
+  auto rate = [&](int running) { return h.tile_rate(running); };
   if (rate(m.limits.sms) <= 0)
     throw ParamError("grid", fmt::format("the tile rate r({}) of {} is not positive", m.limits.sms, m.path));
   try {

@@ -2,6 +2,7 @@
 // SM pool of hw/sm_pool.hpp. Registered in models/registry.inc.
 #pragma once
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -21,8 +22,16 @@ namespace fusesim::models {
 /// capacity the copy neighbour and the GEMM share.
 /// Round 3 also reads smshare.hbm_queue_kappa (optional: a copy neighbour under the round-3 rule needs
 /// it) and the table `sm_map` (GPCs, TPCs, the dispatcher's first SMs; hw::SmMap).
+/// Round 5 also reads smshare.tile_rate_max (optional, FLOP/s per SM: the round-3 mechanism caps the line
+/// there, r(n) = min(r0 - slope n, tile_rate_max); absent (-1): the line alone).
 struct SmSharingHw {
   double sms = 0, sms_per_tpc = 0, tile_rate_at_zero = 0, tile_rate_slope = 0, hbm = 0, hbm_queue_kappa = -1;
+  double tile_rate_max = -1;
+  /// The per-SM tile rate with n CTAs running (FLOP/s): the line, capped at tile_rate_max where it is given.
+  double tile_rate(int n) const {
+    const double line = tile_rate_at_zero - tile_rate_slope * n;
+    return tile_rate_max > 0 ? std::min(line, tile_rate_max) : line;
+  }
 };
 const hw::HwSchema<SmSharingHw>& sm_sharing_hardware();
 
@@ -72,7 +81,9 @@ struct BesideResult {
  * neighbour's blocks land on hw::dispatch_placement over the machine's sm_map and hold those SMs
  * (unless a GEMM block fits beside one of its blocks, hw::can_share) for nb.length_s; the GEMM runs as
  * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, late CTAs keep one tile each), a
- * tile started with n CTAs running lasting c / r(n), r(n) the machine's tile-rate line and c such that
+ * tile started with n CTAs running lasting c / r(n), r(n) the machine's tile-rate line capped at
+ * smshare.tile_rate_max where the file gives it (SmSharingHw::tile_rate: the GEMM planned for 4..16 SMs
+ * alone runs at 1.13-1.18 x its rate at 132 CTAs, not the line's 1.25; round 5) and c such that
  * the same engine run with nothing beside takes alone_s (for a grid that starts whole alone:
  * alone_s / ceil(tiles / grid) x r(grid) / r(n), the round-3 rule); a neighbour that moves bytes
  * stretches the GEMM by 1 + kappa u / (1 - u), u = nb.hbm_Bps / HBM, kappa = smshare.hbm_queue_kappa.
@@ -112,7 +123,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
  * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
  * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one
- * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running; a copy
+ * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
+ * SmSharingHw::tile_rate: the line capped at smshare.tile_rate_max where the file gives it, round 5); a copy
  * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
  * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
  * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves; round 3:

@@ -226,9 +226,13 @@ TEST(SmSharingRound3, TheH200FileDrivesEveryMechanismWithoutCaseKeys) {
   const auto c = run3("neighbour: compute, blocks: 4");
   EXPECT_EQ(c["cta_slots"].get<int>(), 124);
   EXPECT_EQ(c["late_ctas"].get<int>(), 4);
+  // r(n) = min(r0 - beta n, tile_rate_max): the late tile at r(4) runs at the cap (round 5).
   const double r0 = h.get("smshare.tile_rate_at_zero"), beta = h.get("smshare.tile_rate_slope");
-  auto r = [&](int n) { return r0 - beta * n; };
-  EXPECT_NEAR(c["predicted_us"].get<double>(), 100 * r(128) / r(124) + 100 * r(128) / r(4), 1e-3);
+  const double cap = h.get("smshare.tile_rate_max");
+  ASSERT_LT(cap, r0 - beta * 4);  // the cap binds at 4 CTAs
+  ASSERT_GT(cap, r0 - beta * 124);  // and not at 124
+  auto r = [&](int n) { return std::min(r0 - beta * n, cap); };
+  EXPECT_NEAR(c["predicted_us"].get<double>(), 100 * r(128) / r(124) + 100 * r(128) / cap, 1e-3);
   // A copy neighbour of the same B: the same SM time stretched by 1 + kappa u / (1 - u).
   const auto cp = run3("neighbour: copy, blocks: 4, neighbour_alone_GBps: 1981.595");
   const double u = 1981.595e9 / h.get("memory.fabric_bandwidth"), kappa = h.get("smshare.hbm_queue_kappa");
@@ -253,7 +257,8 @@ TEST(SmSharingRound3, GemmBesideIsNormalisedToTheAloneTimeAndNamesItsKeys) {
   EXPECT_EQ(b.held_sms, 16);
   EXPECT_EQ(b.slots_at_launch, 116);
   EXPECT_EQ(b.late_ctas, 148);
-  auto r = [&](int n) { return m.hw.tile_rate_at_zero - m.hw.tile_rate_slope * n; };
+  auto r = [&](int n) { return std::min(m.hw.tile_rate_at_zero - m.hw.tile_rate_slope * n, m.hw.tile_rate_max); };
+  EXPECT_EQ(r(32), m.hw.tile_rate_max);  // 32 CTAs: the cap, not the line
   // 1e-7: the engine's clock is whole picoseconds, ~1e-8 of a 35 us tile.
   EXPECT_NEAR(b.slowdown(), (2 / r(116) + 1 / r(32)) / (2 / r(132)), 1e-7);
   EXPECT_NEAR(models::gemm_beside(m, g, nb, 3e-3).slowdown(), b.slowdown(), 1e-7);  // a ratio: any alone time
@@ -270,4 +275,25 @@ TEST(SmSharingRound3, GemmBesideIsNormalisedToTheAloneTimeAndNamesItsKeys) {
   }
   g.grid = 0;
   EXPECT_THROW(models::gemm_beside(m, g, nb, 1e-4), models::ParamError);
+}
+
+TEST(SmSharingRound5, TheTileRateCapIsOptionalAndOnlyBindsBelowTheLine) {
+  models::SmSharingHw h;
+  h.tile_rate_at_zero = 7.8e12;
+  h.tile_rate_slope = 0.0124e12;
+  EXPECT_DOUBLE_EQ(h.tile_rate(4), 7.8e12 - 4 * 0.0124e12);  // no cap: the line
+  h.tile_rate_max = 7.06e12;
+  EXPECT_DOUBLE_EQ(h.tile_rate(4), 7.06e12);
+  EXPECT_DOUBLE_EQ(h.tile_rate(132), 7.8e12 - 132 * 0.0124e12);
+}
+
+TEST(SmSharingRound5, ClusterSlotsBesideANeighbourMatchRun9sResidencyProbe) {
+  // probe_smshare --mode clusterres (run 9, calibrate/data/h200/probe_smshare_clusterres_r5.jsonl): a
+  // 2-CTA-cluster kernel of 132 CTAs, one per SM, beside B neighbour blocks; CTAs resident at launch for
+  // B = 2, 4, 6, 8, 12, 16, 20, 28, 32 (both neighbours, 3 launches each, all equal but one copy B = 2 launch).
+  const models::SmShareMachine m = models::sm_share_machine(models::load_hardware(test::kRoot + "/hw/h200-1gpu.yaml"));
+  const std::vector<std::pair<int, int>> measured{{2, 128}, {4, 124}, {6, 124}, {8, 124}, {12, 116},
+                                                  {16, 108}, {20, 108}, {28, 100}, {32, 92}};
+  for (auto [b, resident] : measured)
+    EXPECT_EQ(hw::cluster_slots(m.map, hw::dispatch_placement(m.map, b), 2), resident) << "B = " << b;
 }
