@@ -45,9 +45,12 @@ const ParamDecl& declared(const std::string& key) {
               "relative to a GEMM tile-load byte: small coherent window transactions delay the GEMM's latency-bound "
               "L2-miss loads; sets how much a concurrent scatter slows the GEMM. Against streaming kernels (reduce, "
               "quantize) a copy byte costs one HBM byte at each end"},
-             {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
+             {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.5,
               "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
-              "(split scatter of a GEMM output whose working set exceeds the MALL)"},
+              "(a scatter whose source and receive slots exceed the MALL: gemm_ar's split scatter of the GEMM output, "
+              "the collective's SDMA scatter of its input); bounds 0.2..1.5, not 1, so that a fit on points that put "
+              "it near 1 reports its estimate and sigma rather than a bound (above 1: the HBM source costs nothing "
+              "measurable)"},
              {"sdma.device_submit", Quantity::Time, 0, 50 * us,
               "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"},
              {"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us,
