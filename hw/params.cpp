@@ -66,9 +66,9 @@ const ParamDecl& declared(const std::string& key) {
              {"lsa.congestion_per_MiB", Quantity::Ratio, 0, 10,
               "throughput loss per MiB in flight past the knee (rate /= 1 + x*excess)"},
              {"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"},
-             {"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16,
-              "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would "
-              "be one per peer)"},
+             {"lsa.ar_loads_per_peer", Quantity::Ratio, 0.1, 16,
+              "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight per peer (a lane holds this x "
+              "(world_size - 1); 1 is one pack from every peer, GEMM_AR.md)"},
              // Synchronisation and the library collective.
              {"sync.flag_barrier", Quantity::Time, 0, 200 * us,
               "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"},
@@ -105,7 +105,7 @@ const ParamDecl& issue_time_per_16B() { return declared("lsa.issue_time_per_16B"
 const ParamDecl& congestion_knee() { return declared("lsa.congestion_knee"); }
 const ParamDecl& congestion_per_MiB() { return declared("lsa.congestion_per_MiB"); }
 const ParamDecl& stage_overhead() { return declared("lsa.stage_overhead"); }
-const ParamDecl& ar_loads_in_flight() { return declared("lsa.ar_loads_in_flight"); }
+const ParamDecl& ar_loads_per_peer() { return declared("lsa.ar_loads_per_peer"); }
 const ParamDecl& flag_barrier() { return declared("sync.flag_barrier"); }
 const ParamDecl& ring_bus_bandwidth_per_link() { return declared("rccl.bus_bandwidth_per_link"); }
 const ParamDecl& ring_step_latency() { return declared("rccl.step_latency"); }

@@ -82,7 +82,7 @@ const hw::HwSchema<CollectiveHw>& collective_hardware() {
       hw::required(&H::congestion_knee, hw::vocab::congestion_knee()),
       hw::required(&H::congestion_per_MiB, hw::vocab::congestion_per_MiB()),
       hw::required(&H::stage_overhead, hw::vocab::stage_overhead()),
-      hw::required(&H::ar_loads_in_flight, hw::vocab::ar_loads_in_flight()),
+      hw::required(&H::ar_loads_per_peer, hw::vocab::ar_loads_per_peer()),
       hw::required(&H::rccl_bus_bandwidth_per_link, hw::vocab::ring_bus_bandwidth_per_link()),
       hw::required(&H::rccl_step_latency, hw::vocab::ring_step_latency()),
       // No honest default: a file that lacks it cannot run that build (refused, naming the key).
@@ -274,13 +274,13 @@ class Call {
   }
 
   /// LSA (mori's ar_1stage / ar_2stage, GEMM_AR.md; the same costs as gemm_ar's split-lsa): lanes
-  /// hold lsa.ar_loads_in_flight 16-byte loads. 1-stage: after the launch and lsa.stage_overhead,
+  /// hold lsa.ar_loads_per_peer x (ws - 1) 16-byte loads (one pack from every peer at 1). 1-stage: after the launch and lsa.stage_overhead,
   /// read every peer's whole input and write the sum. 2-stage: stage 1 reads this rank's slice from
   /// every peer and writes the partial; the flag barrier; stage 2 (same kernel: no launch, another
   /// stage overhead) reads every peer's reduced slice. reduce-scatter: stage 1; all-gather: stage 2
   /// (with the launch), each alone.
   void lsa(int r) {
-    const double lif = h_.ar_loads_in_flight * 16.0, so = h_.stage_overhead;
+    const double lif = h_.ar_loads_per_peer * (ws_ - 1) * 16.0, so = h_.stage_overhead;
     if (c_.op == "reduce-scatter")
       return loads(r, "reduce-scatter", slice_, lif, 1.0 / (ws_ - 1), launch() + so, [this, r] { finish(r, "stage1"); });
     if (c_.op == "all-gather")
