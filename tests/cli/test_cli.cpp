@@ -221,7 +221,9 @@ TEST(CliBreakeven, JsonSaysEveryMExplicitly) {
   // says "every M"): the flag says so, where the number 1 alone reads as M = 1. (Up to the default
   // 65536 it does not: since sdma.hbm_source_efficiency comes from the standalone SDMA all-reduce,
   // issue 17, split-sdma's scatter of a C beyond the MALL is no slower than from the MALL, and at
-  // M 51201..52224 the two paths tie to 0.1 us, split ahead; m_vs_split is then 64513.)
+  // M 51201..52224 (51 row bands per destination, so chunks 8 halves to 1: the fused path's one put
+  // per destination leaves after the whole GEMM, as split's does) the two tie to 0.1 us, split ahead;
+  // m_vs_split is then 64513.)
   EXPECT_EQ(j["m_vs_split"].get<int64_t>(), 64513);
   EXPECT_FALSE(j["m_vs_split_every_m"].get<bool>());
   cli::BreakevenOptions upto;
