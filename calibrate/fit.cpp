@@ -573,6 +573,16 @@ FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, con
   return res;
 }
 
+std::string first_estimate_of(const std::string& previous) {
+  std::string orig = previous;
+  if (orig.rfind("calibrate fit: ", 0) == 0 || orig.rfind("calibrate fit (", 0) == 0) {  // a source a fit wrote
+    const auto bar = orig.find(" | ");
+    orig = bar == std::string::npos ? "" : orig.substr(bar + 3);
+  }
+  if (orig.empty() || orig.rfind("first estimate", 0) == 0) return orig;
+  return "first estimate: " + orig;
+}
+
 std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& sources, const std::string& date,
                             const std::string& commit, const std::string& objective) {
   hw::Hardware out = r.fitted;
@@ -586,16 +596,11 @@ std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& 
     v.fitted_commit = commit;
     v.fit_sigma_si = std::isfinite(pf.sigma_si) ? pf.sigma_si : 0;  // no sigma written when the fit gives none
     // Keep the original source (where the starting value came from), after the fit's statement.
-    std::string orig = v.source;
-    const std::string tag = objective.empty() ? "calibrate fit: " : "calibrate fit (" + objective + "): ", first = "first estimate: ";
-    if (orig.rfind("calibrate fit: ", 0) == 0 || orig.rfind("calibrate fit (", 0) == 0) {  // a source this wrote
-      const auto bar = orig.find(" | ");
-      orig = bar == std::string::npos ? "" : orig.substr(bar + 3);
-    }
-    if (orig.rfind(first, 0) == 0) orig = orig.substr(first.size());
+    const std::string orig = first_estimate_of(v.source);
+    const std::string tag = objective.empty() ? "calibrate fit: " : "calibrate fit (" + objective + "): ";
     v.source = fmt::format("{}{}; totals: median |error| {:.2f}%, max {:.2f}%, RMS {:.2f}%{}{}{}", tag, describe_points(counts),
                            r.median_abs_fit_pct, r.max_abs_fit_pct, r.residual_sigma_pct, pf.at_bound ? " (at a bound)" : "",
-                           pf.identified ? "" : " (not identified by these points)", orig.empty() ? "" : " | " + first + orig);
+                           pf.identified ? "" : " (not identified by these points)", orig.empty() ? "" : " | " + orig);
     out.set(pf.key, v);
   }
   hw::Calibration cal;

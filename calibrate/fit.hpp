@@ -269,6 +269,14 @@ std::optional<std::string> nelder_mead_warning(const FitResult& r);
 FitResult fit(const hw::Hardware& start, const std::vector<FitPoint>& train, const std::vector<FitPoint>& test,
               const FitOptions& opt);
 
+/// The part of a value's source that a fit keeps, from `previous` (the source before the fit): the
+/// first estimate, where the starting value came from. A source an earlier fit wrote ("calibrate
+/// fit: ... | X" or "calibrate fit (...): ... | X") keeps its X, and one without " | " keeps nothing;
+/// any other source is X itself. X is returned prefixed "first estimate: " unless it already starts
+/// with "first estimate" (so "first estimate 0.91: ..." or "first estimate: ..." is not prefixed
+/// twice). Empty when there is nothing to keep. No errors.
+std::string first_estimate_of(const std::string& previous);
+
 /// Write the fitted values into a copy of the hardware description with provenance: kind fitted,
 /// fitted_from (the measurement sources), fitted_on (date), commit, sigma (none where it is not
 /// finite); the original source text is kept, prefixed with the fitted points by kind ("356 points (104

@@ -45,9 +45,12 @@ const ParamDecl& declared(const std::string& key) {
               "relative to a GEMM tile-load byte: small coherent window transactions delay the GEMM's latency-bound "
               "L2-miss loads; sets how much a concurrent scatter slows the GEMM. Against streaming kernels (reduce, "
               "quantize) a copy byte costs one HBM byte at each end"},
-             {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.0,
+             {"sdma.hbm_source_efficiency", Quantity::Ratio, 0.2, 1.5,
               "fraction of the queue peak a put reaches when its source must come from HBM rather than the MALL "
-              "(split scatter of a GEMM output whose working set exceeds the MALL)"},
+              "(a scatter whose source and receive slots exceed the MALL: gemm_ar's split scatter of the GEMM output, "
+              "the collective's SDMA scatter of its input); bounds 0.2..1.5, not 1, so that a fit on points that put "
+              "it near 1 reports its estimate and sigma rather than a bound (above 1: the HBM source costs nothing "
+              "measurable)"},
              {"sdma.device_submit", Quantity::Time, 0, 50 * us,
               "a put issued from inside a kernel by an elected block: lock, packet write, doorbell (per put)"},
              {"sdma.submit_cost_per_outstanding", Quantity::Time, 0, 50 * us,
@@ -63,9 +66,9 @@ const ParamDecl& declared(const std::string& key) {
              {"lsa.congestion_per_MiB", Quantity::Ratio, 0, 10,
               "throughput loss per MiB in flight past the knee (rate /= 1 + x*excess)"},
              {"lsa.stage_overhead", Quantity::Time, 0, 200 * us, "ar_2stage: per-stage address setup and flag barrier"},
-             {"lsa.ar_loads_in_flight", Quantity::Ratio, 0.5, 16,
-              "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight (memory-level parallelism; 7 would "
-              "be one per peer)"},
+             {"lsa.ar_loads_per_peer", Quantity::Ratio, 0.1, 16,
+              "ar_1stage/ar_2stage: 16-byte remote loads a lane keeps in flight per peer (a lane holds this x "
+              "(world_size - 1); 1 is one pack from every peer, GEMM_AR.md)"},
              // Synchronisation and the library collective.
              {"sync.flag_barrier", Quantity::Time, 0, 200 * us,
               "system fence + flag barrier over the fabric among the group (all ranks signal, all wait)"},
@@ -102,7 +105,7 @@ const ParamDecl& issue_time_per_16B() { return declared("lsa.issue_time_per_16B"
 const ParamDecl& congestion_knee() { return declared("lsa.congestion_knee"); }
 const ParamDecl& congestion_per_MiB() { return declared("lsa.congestion_per_MiB"); }
 const ParamDecl& stage_overhead() { return declared("lsa.stage_overhead"); }
-const ParamDecl& ar_loads_in_flight() { return declared("lsa.ar_loads_in_flight"); }
+const ParamDecl& ar_loads_per_peer() { return declared("lsa.ar_loads_per_peer"); }
 const ParamDecl& flag_barrier() { return declared("sync.flag_barrier"); }
 const ParamDecl& ring_bus_bandwidth_per_link() { return declared("rccl.bus_bandwidth_per_link"); }
 const ParamDecl& ring_step_latency() { return declared("rccl.step_latency"); }

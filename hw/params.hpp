@@ -93,7 +93,7 @@ const ParamDecl& issue_time_per_16B();  ///< lsa.issue_time_per_16B: added round
 const ParamDecl& congestion_knee();     ///< lsa.congestion_knee: bytes in flight per GPU past which loads congest
 const ParamDecl& congestion_per_MiB();  ///< lsa.congestion_per_MiB: throughput loss per MiB past the knee
 const ParamDecl& stage_overhead();      ///< lsa.stage_overhead: per-stage setup and barrier of a two-stage all-reduce
-const ParamDecl& ar_loads_in_flight();  ///< lsa.ar_loads_in_flight: 16-byte loads a lane of an all-reduce holds
+const ParamDecl& ar_loads_per_peer();   ///< lsa.ar_loads_per_peer: 16-byte loads a lane of an all-reduce holds per peer
 const ParamDecl& flag_barrier();        ///< sync.flag_barrier: fence + flag barrier among the group
 const ParamDecl& ring_bus_bandwidth_per_link();  ///< rccl.bus_bandwidth_per_link: ring all-reduce bus bandwidth
 const ParamDecl& ring_step_latency();            ///< rccl.step_latency: ring all-reduce per-step latency

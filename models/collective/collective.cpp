@@ -74,11 +74,15 @@ const hw::HwSchema<CollectiveHw>& collective_hardware() {
       hw::required(&H::flag_barrier, hw::vocab::flag_barrier()),
       hw::required(&H::queue_peak, hw::vocab::queue_peak()),
       hw::required(&H::command_latency, hw::vocab::command_latency()),
+      // The same keys gemm_ar's split scatter reads; absent, a put from HBM runs at the queue peak
+      // (the mechanism off) and nothing is taken to be cached.
+      hw::optional(&H::hbm_source_efficiency, hw::vocab::hbm_source_efficiency(), 1.0),
+      hw::optional(&H::mall_capacity, hw::vocab::mall_capacity(), 0.0),
       hw::required(&H::remote_read_latency, hw::vocab::remote_read_latency()),
       hw::required(&H::congestion_knee, hw::vocab::congestion_knee()),
       hw::required(&H::congestion_per_MiB, hw::vocab::congestion_per_MiB()),
       hw::required(&H::stage_overhead, hw::vocab::stage_overhead()),
-      hw::required(&H::ar_loads_in_flight, hw::vocab::ar_loads_in_flight()),
+      hw::required(&H::ar_loads_per_peer, hw::vocab::ar_loads_per_peer()),
       hw::required(&H::rccl_bus_bandwidth_per_link, hw::vocab::ring_bus_bandwidth_per_link()),
       hw::required(&H::rccl_step_latency, hw::vocab::ring_step_latency()),
       // No honest default: a file that lacks it cannot run that build (refused, naming the key).
@@ -208,11 +212,20 @@ class Call {
     end_[r] = now();
   }
   double put_rate() const { return h_.queue_peak * (c_.build == kEarlierSdmaBuild ? h_.sdma_put_share_0f4d2776 : 1.0); }
+  /// The scatter's share of the put rate, as gemm_ar's split scatter has it: the fraction f of the
+  /// source still in the MALL is MALL / working set (the input tensor and the (ws-1) receive slots),
+  /// capped at 1; the rest comes from HBM at sdma.hbm_source_efficiency of the rate (harmonic blend).
+  /// 1 whenever the working set fits the MALL (every standalone point below M=16384 at N=7168).
+  double scatter_source_efficiency() const {
+    const double working = tensor_ + (ws_ - 1) * slice_;
+    const double f = h_.mall_capacity <= 0 ? 0.0 : std::min(1.0, h_.mall_capacity / working);
+    return 1.0 / (f + (1.0 - f) / h_.hbm_source_efficiency);
+  }
   std::string cu_lane(int r) const { return fmt::format("gpu{}/cu", r); }
 
   // ---- SDMA (bench_ar.py backend sdma; GEMM_AR.md's split scatter, reduce and gather) ----------
   /// Scatter: a kernel launch, then one put per peer of that peer's slice on the (r, peer) queue at
-  /// the build's put rate; when r's queues are idle, the flag barrier. Reduce: a kernel streaming
+  /// the build's put rate (times scatter_source_efficiency: its source partly in HBM); when r's queues are idle, the flag barrier. Reduce: a kernel streaming
   /// own + (ws-1) received slices and writing one, through r's HBM (the written slice at memory.write_cost per byte). Gather: a launch, one put of the
   /// reduced slice per peer, queues idle, the barrier. reduce-scatter: the first two; all-gather: the
   /// last alone (each rank's slice of the m rows).
@@ -220,7 +233,9 @@ class Call {
     if (c_.op == "all-gather") return sdma_gather(r);
     sim_.after(launch(), [this, r] {
       for (int d = 0; d < ws_; ++d)
-        if (d != r) g_.put({.src = r, .dst = d, .bytes = slice_, .rate_cap = put_rate(), .label = fmt::format("scatter ->gpu{}", d)});
+        if (d != r)
+          g_.put({.src = r, .dst = d, .bytes = slice_, .rate_cap = put_rate() * scatter_source_efficiency(),
+                  .label = fmt::format("scatter ->gpu{}", d)});
       g_.when_queues_idle(r, [this, r] {
         b1_->arrive(r, [this, r] {
           phase(r, "scatter");
@@ -259,13 +274,13 @@ class Call {
   }
 
   /// LSA (mori's ar_1stage / ar_2stage, GEMM_AR.md; the same costs as gemm_ar's split-lsa): lanes
-  /// hold lsa.ar_loads_in_flight 16-byte loads. 1-stage: after the launch and lsa.stage_overhead,
+  /// hold lsa.ar_loads_per_peer x (ws - 1) 16-byte loads (one pack from every peer at 1). 1-stage: after the launch and lsa.stage_overhead,
   /// read every peer's whole input and write the sum. 2-stage: stage 1 reads this rank's slice from
   /// every peer and writes the partial; the flag barrier; stage 2 (same kernel: no launch, another
   /// stage overhead) reads every peer's reduced slice. reduce-scatter: stage 1; all-gather: stage 2
   /// (with the launch), each alone.
   void lsa(int r) {
-    const double lif = h_.ar_loads_in_flight * 16.0, so = h_.stage_overhead;
+    const double lif = h_.ar_loads_per_peer * (ws_ - 1) * 16.0, so = h_.stage_overhead;
     if (c_.op == "reduce-scatter")
       return loads(r, "reduce-scatter", slice_, lif, 1.0 / (ws_ - 1), launch() + so, [this, r] { finish(r, "stage1"); });
     if (c_.op == "all-gather")

@@ -31,7 +31,11 @@ struct CollectiveHw {
   double write_cost = 1;  ///< memory.write_cost (optional, default 1): the reduce's written slice on the HBM
   double launch_gap = 0, fixed_cost = 0, flag_barrier = 0;
   double queue_peak = 0, command_latency = 0;
-  double remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0, stage_overhead = 0, ar_loads_in_flight = 0;
+  /// sdma.hbm_source_efficiency (optional, default 1: no penalty): the share of the queue peak a put
+  /// reaches when its source comes from HBM, not the MALL; with gpu.mall_capacity (optional, default
+  /// 0: nothing cached) it sets the scatter's rate once input + receive slots exceed the MALL.
+  double hbm_source_efficiency = 1, mall_capacity = 0;
+  double remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0, stage_overhead = 0, ar_loads_per_peer = 0;
   double rccl_bus_bandwidth_per_link = 0, rccl_step_latency = 0;
   // The collective's own (declared in collective.cpp).
   double sdma_put_share_0f4d2776 = 1;  ///< put rate of bench_ar's earlier SDMA kernel / the later one's

@@ -70,7 +70,7 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::congestion_knee, hw::vocab::congestion_knee()),
       hw::required(&GemmArHw::congestion_per_MiB, hw::vocab::congestion_per_MiB()),
       hw::required(&GemmArHw::stage_overhead, hw::vocab::stage_overhead()),
-      hw::required(&GemmArHw::ar_loads_in_flight, hw::vocab::ar_loads_in_flight()),
+      hw::required(&GemmArHw::ar_loads_per_peer, hw::vocab::ar_loads_per_peer()),
       hw::required(&GemmArHw::window_write_rate, ParamDecl{"pcie.window_write_rate", Quantity::Bandwidth, 1 * G, 1000 * G, "what-if window_in_host_memory: rate of window writes crossing PCIe to host memory, per GPU"}),
       hw::required(&GemmArHw::rccl_bus_bandwidth_per_link, hw::vocab::ring_bus_bandwidth_per_link()),
       hw::required(&GemmArHw::rccl_step_latency, hw::vocab::ring_step_latency()),
@@ -673,14 +673,14 @@ class Call {
     });
   }
 
-  /// split-lsa: ar_2stage (grid min(24, packs/512) x 512 lanes, one 16-byte pack from every peer in
-  /// flight per lane), or the 1-stage kernel for tiny tensors.
+  /// split-lsa: ar_2stage (grid min(24, packs/512) x 512 lanes, lsa.ar_loads_per_peer 16-byte packs
+  /// from every peer in flight per lane: (ws - 1) at 1), or the 1-stage kernel for tiny tensors.
   void split_lsa(int r) {
     const double packs = tensor_ / 16.0;
     const int blocks = int(std::max(1.0, std::min(24.0, std::floor(packs / 512))));
     const double one_stage_limit = ws_ == 2 ? kInf : (ws_ <= 4 ? 160.0 * 1024 : 80.0 * 1024);
     const double stage = n_.h.stage_overhead;
-    const double lif = n_.h.ar_loads_in_flight;
+    const double lif = n_.h.ar_loads_per_peer * (ws_ - 1);
     if (tensor_ < one_stage_limit) {
       n_.pull_kernel(r, "ar_1stage", tensor_, blocks, 512, lif, 1.0 / (ws_ - 1), [this, r] { finish(r, "all-reduce"); }, stage);
       return;

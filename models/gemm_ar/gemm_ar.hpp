@@ -35,7 +35,7 @@ struct GemmArHw {
   double remote_store_rate = 0;
   double row_wave_efficiency = 0, band_sync = 0, system_release_per_band = 0;
   double read_efficiency = 0, remote_read_latency = 0, congestion_knee = 0, congestion_per_MiB = 0;
-  double stage_overhead = 0, ar_loads_in_flight = 0;
+  double stage_overhead = 0, ar_loads_per_peer = 0;
   double window_write_rate = 0;
   double rccl_bus_bandwidth_per_link = 0, rccl_step_latency = 0;
 };

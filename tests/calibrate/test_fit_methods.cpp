@@ -273,6 +273,24 @@ TEST(FitMethods, BothLowerTheObjectiveAndGiveASigmaPerParameter) {
   }
 }
 
+// A refit keeps the first estimate once: the hardware file's gemm_request_share had "first estimate
+// 0.91: ..." as its first estimate, which the writer had prefixed again ("first estimate: first
+// estimate 0.91: ...", issue 17).
+TEST(FitProvenance, FirstEstimateIsKeptOnceWhateverItsForm) {
+  using fusesim::calibrate::first_estimate_of;
+  EXPECT_EQ(first_estimate_of("hand-set from seed 000"), "first estimate: hand-set from seed 000");
+  EXPECT_EQ(first_estimate_of("first estimate 0.91: seed 000 drain"), "first estimate 0.91: seed 000 drain");
+  EXPECT_EQ(first_estimate_of("calibrate fit: 52 points; totals: median |error| 2.11% | first estimate 0.91: seed 000"),
+            "first estimate 0.91: seed 000");
+  EXPECT_EQ(first_estimate_of("calibrate fit (nelder-mead): 3 points | first estimate: hand-set"), "first estimate: hand-set");
+  EXPECT_EQ(first_estimate_of("calibrate fit: 3 points | hand-set"), "first estimate: hand-set");
+  EXPECT_EQ(first_estimate_of("calibrate fit: 3 points"), "");
+  EXPECT_EQ(first_estimate_of(""), "");
+  // Applied to its own output it changes nothing (a second refit writes the same tail).
+  const std::string once = first_estimate_of("first estimate 0.91: x");
+  EXPECT_EQ(first_estimate_of("calibrate fit: 2 points | " + once), once);
+}
+
 // ---- the command: Nelder-Mead through the one hardware writer ---------------------------------------
 
 TEST(FitMethods, NelderMeadOutWritesTheHardwareFileWithProvenance) {
@@ -299,7 +317,9 @@ TEST(FitMethods, NelderMeadOutWritesTheHardwareFileWithProvenance) {
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);) {
     if (l.rfind("  per_source:", 0) != 0 && l.rfind("  combine_per_dest:", 0) != 0) {
-      if (l.rfind("  ", 0) == 0 && l.find("kind:") != std::string::npos) EXPECT_NE(orig.find(l), std::string::npos) << l;
+      if (l.rfind("  ", 0) == 0 && l.find("kind:") != std::string::npos) {
+        EXPECT_NE(orig.find(l), std::string::npos) << l;
+      }
       continue;
     }
     ++fitted;

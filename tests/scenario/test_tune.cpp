@@ -106,7 +106,9 @@ TEST(TuneCollective, BestBackendIsTheFastestSetting) {
     const double best = p["best"]["predicted_us"].get<double>();
     for (const auto& e : p["knob_effects"]) {
       for (const auto& v : e["values"]) {
-        if (!v["predicted_us"].is_null()) EXPECT_GE(v["predicted_us"].get<double>(), best);
+        if (!v["predicted_us"].is_null()) {
+          EXPECT_GE(v["predicted_us"].get<double>(), best);
+        }
       }
     }
     EXPECT_NE(p["best"]["setting"]["backend"], "rccl");

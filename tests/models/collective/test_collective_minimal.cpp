@@ -60,24 +60,36 @@ TEST(CollectiveMinimal, TheFp8WireMovesAByteAnElementAndAScalePerRow) {
 }
 
 TEST(CollectiveMinimal, LsaPicksTheFasterStageCount) {
-  // Grid min(cap 2, 8192 packs / 512) = 2 blocks x 512 lanes x 1 load of 16 B in flight = 16384 B per
-  // 1 us round trip: 16.384 GB/s over all peers (below the links' 50 GB/s of payload).
-  // ws 2: 1-stage: launch 3 + stage overhead 1, then T from the one peer in 8 us: 12 us. 2-stage:
+  // A lane holds lsa.ar_loads_per_peer (1) x (ws - 1) 16-byte loads: one pack from every peer.
+  // ws 2: grid min(cap 2, 8192 packs / 512) = 2 blocks x 512 lanes x 1 load of 16 B in flight = 16384 B
+  // per 1 us round trip: 16.384 GB/s (below the link's 50 GB/s of payload).
+  // 1-stage: launch 3 + stage overhead 1, then T from the one peer in 8 us: 12 us. 2-stage:
   // 4 + 65536 B / 16.384 GB/s = 8, barrier 4, stage 2: overhead 1 + 4 = 17 us. auto takes 1 stage.
   const auto a = run("backend: lsa, world_size: 2");
   EXPECT_NEAR(total(a), 12.0, 1e-9);
   EXPECT_EQ(a["params"]["stages"], 1);
   EXPECT_EQ(a["params"]["blocks"], 2);
   EXPECT_NEAR(total(run("backend: lsa, world_size: 2, stage: 2")), 17.0, 1e-9);
-  // ws 4: 16.384 GB/s / 3 peers each. 1-stage: 4 + 131072 B / 5.461 GB/s = 4 + 24 = 28 us. 2-stage:
-  // 4 + 32768 B / 5.461 GB/s = 10, barrier 4, stage 2: 1 + 6 = 7: 21 us. auto takes 2 stages.
+  // ws 4: 3 loads a lane, 49152 B per round trip: 49.152 GB/s, 16.384 GB/s per peer (below 50).
+  // 1-stage: 4 + 131072 B / 16.384 GB/s = 4 + 8 = 12 us. 2-stage: 4 + 32768 B / 16.384 GB/s = 6,
+  // barrier 4, stage 2: 1 + 2 = 3: 13 us. auto takes 1 stage.
   const auto b = run("backend: lsa, world_size: 4");
-  EXPECT_NEAR(total(b), 21.0, 1e-9);
-  EXPECT_EQ(b["params"]["stages"], 2);
-  EXPECT_NEAR(phase(b, "stage1"), 10.0, 1e-9);
-  EXPECT_NEAR(phase(b, "barrier"), 4.0, 1e-9);
-  EXPECT_NEAR(phase(b, "stage2"), 7.0, 1e-9);
-  EXPECT_NEAR(total(run("backend: lsa, world_size: 4, stage: 1")), 28.0, 1e-9);
+  EXPECT_NEAR(total(b), 12.0, 1e-9);
+  EXPECT_EQ(b["params"]["stages"], 1);
+  const auto b2 = run("backend: lsa, world_size: 4, stage: 2");
+  EXPECT_NEAR(total(b2), 13.0, 1e-9);
+  EXPECT_NEAR(phase(b2, "stage1"), 6.0, 1e-9);
+  EXPECT_NEAR(phase(b2, "barrier"), 4.0, 1e-9);
+  EXPECT_NEAR(phase(b2, "stage2"), 3.0, 1e-9);
+  // ws 4, m = 1024 (T = 524288 B, still 2 blocks): 1-stage 4 + 32 = 36 us; 2-stage 4 + 8, barrier 4,
+  // 1 + 8: 25 us. auto takes 2 stages.
+  const auto c = models::run_collective_case(minimal(), YAML::Load("{m: 1024, n: 256, backend: lsa, world_size: 4}"), nullptr);
+  EXPECT_NEAR(total(c), 25.0, 1e-9);
+  EXPECT_EQ(c["params"]["stages"], 2);
+  EXPECT_NEAR(phase(c, "stage1"), 12.0, 1e-9);
+  EXPECT_NEAR(phase(c, "stage2"), 9.0, 1e-9);
+  EXPECT_NEAR(total(models::run_collective_case(minimal(), YAML::Load("{m: 1024, n: 256, backend: lsa, world_size: 4, stage: 1}"), nullptr)),
+              36.0, 1e-9);
 }
 
 TEST(CollectiveMinimal, AiterRunsOneShotOrTwoShot) {

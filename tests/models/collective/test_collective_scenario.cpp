@@ -130,7 +130,9 @@ TEST_F(ComponentsAllReduce, EveryConfigurationRunsAndTheLegsComposeTheAllReduce)
           EXPECT_LT(ag, ar) << p;
           // SDMA: the all-reduce is its scatter + reduce (the reduce-scatter) followed by its gather
           // (the all-gather), each alone on an idle node.
-          if (std::string(b) == "sdma") EXPECT_NEAR(rs + ag, ar, 1e-6 * ar) << p;
+          if (std::string(b) == "sdma") {
+            EXPECT_NEAR(rs + ag, ar, 1e-6 * ar) << p;
+          }
         }
   // The fp8 wire moves about half the bytes: faster at M=16384 on every backend.
   for (const char* b : {"sdma", "lsa", "aiter", "rccl"})
