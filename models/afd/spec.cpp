@@ -232,6 +232,17 @@ const ModelSpec& afd_spec() {
                                     c["predicted_us"].get<double>(), wi["without_us"].get<double>(), wi["change_us"].get<double>(),
                                     wi["change_pct"].get<double>()));
       }
+      if (c.contains("extra") && c["extra"].contains("ffn_gemm_beside")) {
+        // The next micro-batch's expert GEMM beside the transport kernel (overlap_ffn_gemm), per FFN rank.
+        std::string t;
+        for (const auto& r : c["extra"]["ffn_gemm_beside"]["ranks"])
+          t += fmt::format("{}dev{} {}x{}x{} beside {} ({} SMs held, {} late CTAs): alone {:.1f} us, beside {:.1f} us ({:+.1f} us)",
+                           t.empty() ? "" : "; ", r["device"].get<int>(), r["m"].get<int64_t>(), r["n"].get<int64_t>(),
+                           r["k"].get<int64_t>(), r["neighbour"].get<std::string>(), r["held_sms"].get<int>(),
+                           r["late_ctas"].get<int>(), r["alone_us"].get<double>(), r["beside_us"].get<double>(),
+                           r["charge_us"].get<double>());
+        lines.push_back("FFN GEMM beside the transport (models::gemm_beside): " + t);
+      }
       if (c.contains("extra") && c["extra"].contains("nic_ops_per_round_trip")) {
         // NIC operations per round trip, devices with the same counts on one entry.
         std::vector<std::pair<std::string, std::vector<int>>> groups;
