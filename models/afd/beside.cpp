@@ -15,6 +15,10 @@ namespace fs = std::filesystem;
 using models::ParamError;
 
 namespace {
+/// A ParamError about the case's `key`, worded as the other afd case errors ("afd case: 'KEY' ...").
+ParamError bad(const std::string& key, const std::string& msg) {
+  return ParamError(key, fmt::format("afd case: '{}': {}", key, msg), msg);
+}
 bool has_sm_share_keys(const hw::Hardware& hw) {
   return hw.has_table("sm_map") && hw.has("smshare.tile_rate_at_zero") && hw.has("smshare.tile_rate_slope") &&
          hw.has("gpu.sms_per_tpc");
@@ -24,7 +28,7 @@ bool has_sm_share_keys(const hw::Hardware& hw) {
 models::SmShareMachine ffn_gemm_machine(const hw::Hardware& hw, const AfdCase& c) {
   if (c.gemm_machine.empty()) {
     if (!has_sm_share_keys(hw))
-      throw ParamError("gemm_machine",
+      throw bad("gemm_machine",
                        fmt::format("overlap_ffn_gemm needs the GEMM's GPU on the SM pool (smshare.tile_rate_at_zero, "
                                    "smshare.tile_rate_slope, gpu.sms_per_tpc, the table sm_map), which {} does not have: "
                                    "give gemm_machine: hw/h200-1gpu.yaml (the H200 measured alone and beside kernels)",
@@ -44,15 +48,15 @@ models::SmShareMachine ffn_gemm_machine(const hw::Hardware& hw, const AfdCase& c
       break;
     }
   if (found.empty())
-    throw ParamError("gemm_machine", fmt::format("no hardware file '{}' (tried {})", c.gemm_machine, fmt::join(tries, ", ")));
+    throw bad("gemm_machine", fmt::format("no hardware file '{}' (tried {})", c.gemm_machine, fmt::join(tries, ", ")));
   const hw::Hardware mh = models::load_hardware(found);
   if (!has_sm_share_keys(mh))
-    throw ParamError("gemm_machine", fmt::format("{} lacks the SM-pool keys (smshare.tile_rate_at_zero, smshare.tile_rate_slope, "
+    throw bad("gemm_machine", fmt::format("{} lacks the SM-pool keys (smshare.tile_rate_at_zero, smshare.tile_rate_slope, "
                                                  "gpu.sms_per_tpc, the table sm_map)", found));
   models::SmShareMachine m = models::sm_share_machine(mh);
   const int sms = static_cast<int>(hw.get("gpu.compute_units"));
   if (m.limits.sms != sms)
-    throw ParamError("gemm_machine", fmt::format("{} has {} SMs, the case's hardware {} has {} (gpu.compute_units)", found,
+    throw bad("gemm_machine", fmt::format("{} has {} SMs, the case's hardware {} has {} (gpu.compute_units)", found,
                                                  m.limits.sms, hw.path(), sms));
   return m;
 }
@@ -61,16 +65,16 @@ std::vector<FfnGemmBeside> ffn_gemm_beside(const hw::Hardware& hw, const AfdCase
   std::vector<FfnGemmBeside> out;
   if (c.overlap_ffn_gemm == "off") return out;
   if (c.overlap_ffn_gemm != "dispatch" && c.overlap_ffn_gemm != "combine")
-    throw ParamError("overlap_ffn_gemm", fmt::format("expected off, dispatch or combine, got '{}'", c.overlap_ffn_gemm));
+    throw bad("overlap_ffn_gemm", fmt::format("expected off, dispatch or combine, got '{}'", c.overlap_ffn_gemm));
   if (c.ffn_gemm_n < 1)
-    throw ParamError("ffn_gemm_n", "overlap_ffn_gemm needs the expert GEMM's N (its output columns, e.g. 2 x the expert's "
+    throw bad("ffn_gemm_n", "overlap_ffn_gemm needs the expert GEMM's N (its output columns, e.g. 2 x the expert's "
                                    "intermediate size for a fused gate+up projection), >= 1");
-  if (c.ffn_gemm_m < 0) throw ParamError("ffn_gemm_m", fmt::format("must be >= 0 (0: the routed rows), got {}", c.ffn_gemm_m));
+  if (c.ffn_gemm_m < 0) throw bad("ffn_gemm_m", fmt::format("must be >= 0 (0: the routed rows), got {}", c.ffn_gemm_m));
   if (c.ffn_gemm_tile_m < 1 || c.ffn_gemm_tile_n < 1)
-    throw ParamError("ffn_gemm_tile_m", fmt::format("the GEMM's tile must be >= 1 x 1, got {} x {}", c.ffn_gemm_tile_m, c.ffn_gemm_tile_n));
-  if (c.ffn_gemm_cluster < 1) throw ParamError("ffn_gemm_cluster", fmt::format("must be >= 1, got {}", c.ffn_gemm_cluster));
-  if (c.ffn_gemm_grid < 0) throw ParamError("ffn_gemm_grid", fmt::format("must be >= 0 (0: from the tiles), got {}", c.ffn_gemm_grid));
-  if (c.ffn_gemm_alone_us < 0) throw ParamError("ffn_gemm_alone_us", fmt::format("must be >= 0 (0: predicted), got {}", c.ffn_gemm_alone_us));
+    throw bad("ffn_gemm_tile_m", fmt::format("the GEMM's tile must be >= 1 x 1, got {} x {}", c.ffn_gemm_tile_m, c.ffn_gemm_tile_n));
+  if (c.ffn_gemm_cluster < 1) throw bad("ffn_gemm_cluster", fmt::format("must be >= 1, got {}", c.ffn_gemm_cluster));
+  if (c.ffn_gemm_grid < 0) throw bad("ffn_gemm_grid", fmt::format("must be >= 0 (0: from the tiles), got {}", c.ffn_gemm_grid));
+  if (c.ffn_gemm_alone_us < 0) throw bad("ffn_gemm_alone_us", fmt::format("must be >= 0 (0: predicted), got {}", c.ffn_gemm_alone_us));
 
   const models::SmShareMachine m = ffn_gemm_machine(hw, c);
   const int sms = m.limits.sms;
@@ -102,10 +106,10 @@ std::vector<FfnGemmBeside> ffn_gemm_beside(const hw::Hardware& hw, const AfdCase
     e.n = c.ffn_gemm_n;
     e.k = c.hidden;
     if (e.m < 1)
-      throw ParamError("ffn_gemm_m", fmt::format("FFN rank {} receives no expert rows in this exchange: give ffn_gemm_m", f));
+      throw bad("ffn_gemm_m", fmt::format("FFN rank {} receives no expert rows in this exchange: give ffn_gemm_m", f));
     const int64_t tiles64 = ((e.n + c.ffn_gemm_tile_m - 1) / c.ffn_gemm_tile_m) * ((e.m + c.ffn_gemm_tile_n - 1) / c.ffn_gemm_tile_n);
     if (tiles64 > (int64_t{1} << 24))
-      throw ParamError("ffn_gemm_n", fmt::format("{} tiles of {} x {}: more than the 2^24 the SM pool runs", tiles64,
+      throw bad("ffn_gemm_n", fmt::format("{} tiles of {} x {}: more than the 2^24 the SM pool runs", tiles64,
                                                  c.ffn_gemm_tile_m, c.ffn_gemm_tile_n));
     e.gemm.tiles = static_cast<int>(tiles64);
     e.gemm.cluster = c.ffn_gemm_cluster;
@@ -120,7 +124,7 @@ std::vector<FfnGemmBeside> ffn_gemm_beside(const hw::Hardware& hw, const AfdCase
     const int rounds = (e.gemm.tiles + e.gemm.grid - 1) / e.gemm.grid;
     const int ref = std::min(e.gemm.grid, sms);
     if (!(rate(ref) > 0))
-      throw ParamError("ffn_gemm_grid", fmt::format("the tile rate r({}) of {} is not positive", ref, m.path));
+      throw bad("ffn_gemm_grid", fmt::format("the tile rate r({}) of {} is not positive", ref, m.path));
     const double alone_s = c.ffn_gemm_alone_us > 0
                                ? c.ffn_gemm_alone_us * 1e-6
                                : rounds * 2.0 * double(c.ffn_gemm_tile_m) * double(c.ffn_gemm_tile_n) * double(e.k) / rate(ref);
@@ -130,7 +134,18 @@ std::vector<FfnGemmBeside> ffn_gemm_beside(const hw::Hardware& hw, const AfdCase
                 c.transport_smem_bytes >= 0 ? c.transport_smem_bytes : m.limits.smem_per_sm_bytes};
     nb.hbm_Bps = 0;
     nb.length_s = e.neighbour_us * 1e-6;
-    e.r = models::gemm_beside(m, e.gemm, nb, alone_s);
+    try {
+      e.r = models::gemm_beside(m, e.gemm, nb, alone_s);
+    } catch (const ParamError& err) {
+      // gemm_beside names the sm_sharing model's keys; the case's own key is named instead.
+      const std::string& k = err.key();
+      const std::string key = k == "gemm_threads"       ? "ffn_gemm_threads"
+                              : k == "alone_time_us"     ? "ffn_gemm_alone_us"
+                              : k == "neighbour_threads" ? "transport_smem_bytes"
+                              : k == "blocks"            ? "transport_sms"
+                                                         : "ffn_gemm_grid";
+      throw bad(key, fmt::format("the FFN GEMM beside {} on FFN rank {}: {}", kernel, f, err.detail()));
+    }
     out.push_back(e);
   }
   return out;

@@ -189,7 +189,36 @@ TEST(AfdFfnGemmBeside, BadInputIsNamed) {
   c.ffn_gemm_tile_n = 0;
   EXPECT_EQ(param_error_key(h200x4(), c, one_dispatch(10)), "ffn_gemm_tile_m");
   c = overlap_case(24, 4096, 1536);
+  c.ffn_gemm_threads = 4096;  // no SM holds such a block: gemm_beside's error, named by the case's key
+  EXPECT_EQ(param_error_key(h200x4(), c, one_dispatch(10)), "ffn_gemm_threads");
+  c = overlap_case(24, 4096, 1536);
+  c.ffn_gemm_n = 0;
+  try {
+    (void)ffn_gemm_beside(h200x4(), c, one_dispatch(10));
+    ADD_FAILURE() << "no error";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("afd case: 'ffn_gemm_n': ", 0), 0u) << e.what();
+  }
+  c = overlap_case(24, 4096, 1536);
   EXPECT_THROW((void)ffn_gemm_beside(h200x4(), c, AfdResult{}), std::logic_error);
   const YAML::Node bad = YAML::Load("{attention_ranks: 1, ffn_ranks: 1, tokens: 8, overlap_ffn_gemm: always}");
   EXPECT_THROW((void)run_afd_case(h200x4(), bad, nullptr), models::ParamError);
+}
+
+TEST(AfdFfnGemmBeside, PodsOverlapTheHybridKernels) {
+  // H100 pods: the FFN ranks' hybrid_dispatch / hybrid_combine are the neighbours (the H200 SM pool
+  // stands in for the H100's, an assumption the README states).
+  const hw::Hardware h100 = models::load_hardware(test::kRoot + "/hw/h100-ib-pods.yaml");
+  for (const std::string with : {"dispatch", "combine"}) {
+    const YAML::Node p = YAML::Load("{attention_ranks: 4, ffn_ranks: 4, tokens: 512, transport_sms: 24, overlap_ffn_gemm: " + with +
+                                    ", ffn_gemm_n: 1536, gemm_machine: hw/h200-1gpu.yaml}");
+    const nlohmann::json out = run_afd_case(h100, p, nullptr);
+    const auto& ranks = out["extra"]["ffn_gemm_beside"]["ranks"];
+    ASSERT_EQ(ranks.size(), 4u);
+    for (const auto& r : ranks) {
+      EXPECT_EQ(r["neighbour"], "hybrid_" + with);
+      EXPECT_EQ(r["held_sms"].get<int>(), 24);
+      EXPECT_GT(r["charge_us"].get<double>(), 0.0);
+    }
+  }
 }
