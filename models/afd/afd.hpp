@@ -50,6 +50,20 @@ struct AfdCase {
   bool skip_empty_finish = false;  ///< no finish atomic on channels that carried nothing; one release per pair
   bool rotate_channels = false;    ///< token t of source s rides channel (t + s*C/sources) mod C
   bool inline_finish = false;      ///< data-less finishes as inline RDMA writes (no atomic unit)
+  // The next micro-batch's FFN expert GEMM beside the transport kernel (models/afd/beside.hpp; issue 19):
+  std::string overlap_ffn_gemm = "off";  ///< off | dispatch | combine: the FFN ranks' transport kernel it runs beside
+  int64_t ffn_gemm_n = 0;        ///< the expert GEMM's N (output columns); required when overlap_ffn_gemm is on
+  int64_t ffn_gemm_m = 0;        ///< its M; 0 = the expert rows routed to that FFN rank
+  int ffn_gemm_tile_m = 256;     ///< the library's tile along N (sm_sharing's tile_m; cuBLAS bf16 plan, scenarios/h200-sm-sharing.yaml)
+  int ffn_gemm_tile_n = 128;     ///< the library's tile along M (sm_sharing's tile_n)
+  int ffn_gemm_cluster = 2;      ///< CTAs per cluster (same plan)
+  int ffn_gemm_grid = 0;         ///< CTAs; 0 = min(tiles, SMs) rounded down to the cluster
+  int ffn_gemm_threads = 384;    ///< threads per GEMM block (same plan, ncu)
+  int ffn_gemm_regs = 168;       ///< registers per GEMM thread (same plan, ncu)
+  double ffn_gemm_smem_bytes = 213188;  ///< shared memory per GEMM block (same plan, ncu)
+  double ffn_gemm_alone_us = 0;  ///< the GEMM alone (us); 0 = predicted from the machine's tile rate
+  std::string gemm_machine;      ///< hardware file with the SM-pool keys; empty = the case's hardware
+  double transport_smem_bytes = -1;  ///< shared memory per transport block; -1 = the SM's whole shared memory
   /// Keys the scenario case set explicitly (afd_case_from_yaml fills it): validate() refuses the
   /// InfiniBand-only switches (hybrid, skip_empty_finish, inline_finish) on hardware without a NIC
   /// when given at all, since `hybrid: on` equals the default and would otherwise pass unnoticed.

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "models/afd/beside.hpp"
 #include "models/afd/hardware.hpp"
 #include "models/afd/timeline.hpp"
 
@@ -47,7 +48,24 @@ const models::CaseFields<AfdCase>& afd_fields() {
        field(CaseParam::flag("skip_empty_finish", "pods what-if: no finish on channels that carried nothing"), &C::skip_empty_finish),
        field(CaseParam::flag("rotate_channels", "what-if: token t of source s rides channel (t + s C / sources) mod C"), &C::rotate_channels),
        field(CaseParam::flag("inline_finish", "pods what-if: data-less finishes as inline writes"), &C::inline_finish),
-       field(CaseParam::name("view", "NVLink domain: the metric's clock, span or collect"), &C::view)}};
+       field(CaseParam::name("view", "NVLink domain: the metric's clock, span or collect"), &C::view),
+       field(CaseParam::name("overlap_ffn_gemm", "the next micro-batch's FFN expert GEMM beside the FFN ranks' transport kernel: "
+                                                 "off, dispatch or combine (charged by models::gemm_beside)")
+                 .one_of({"off", "dispatch", "combine"}),
+             &C::overlap_ffn_gemm),
+       field(CaseParam::integer64("ffn_gemm_n", "overlap: the expert GEMM's N (output columns, required with overlap_ffn_gemm)").at_least(0), &C::ffn_gemm_n),
+       field(CaseParam::integer64("ffn_gemm_m", "overlap: the expert GEMM's M (0: the rows routed to the FFN rank)").at_least(0), &C::ffn_gemm_m),
+       field(CaseParam::integer("ffn_gemm_tile_m", "overlap: the GEMM tile along N").at_least(1), &C::ffn_gemm_tile_m),
+       field(CaseParam::integer("ffn_gemm_tile_n", "overlap: the GEMM tile along M").at_least(1), &C::ffn_gemm_tile_n),
+       field(CaseParam::integer("ffn_gemm_cluster", "overlap: GEMM CTAs per cluster").at_least(1), &C::ffn_gemm_cluster),
+       field(CaseParam::integer("ffn_gemm_grid", "overlap: GEMM CTAs (0: min(tiles, SMs))").at_least(0), &C::ffn_gemm_grid),
+       field(CaseParam::integer("ffn_gemm_threads", "overlap: threads per GEMM block").at_least(1), &C::ffn_gemm_threads),
+       field(CaseParam::integer("ffn_gemm_regs", "overlap: registers per GEMM thread").at_least(0), &C::ffn_gemm_regs),
+       field(CaseParam::number("ffn_gemm_smem_bytes", "overlap: shared memory per GEMM block (bytes)").at_least(0), &C::ffn_gemm_smem_bytes),
+       field(CaseParam::number("ffn_gemm_alone_us", "overlap: the GEMM alone, measured (us; 0: predicted)").at_least(0), &C::ffn_gemm_alone_us),
+       field(CaseParam::name("gemm_machine", "overlap: hardware file with the SM-pool keys (e.g. hw/h200-1gpu.yaml)"), &C::gemm_machine),
+       field(CaseParam::number("transport_smem_bytes", "overlap: shared memory per transport block (bytes; -1: a whole SM)").at_least(-1),
+             &C::transport_smem_bytes)}};
   return f;
 }
 }  // namespace
@@ -112,7 +130,43 @@ nlohmann::json result_json(const AfdCase& c, const AfdResult& r) {
 
 nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, sim::TraceSink* trace) {
   const AfdCase c = afd_case_from_yaml(params);
-  nlohmann::json out = result_json(c, simulate_afd(hw, c, trace));
+  AfdResult res = simulate_afd(hw, c, trace);
+  // The next micro-batch's expert GEMM beside the transport kernel (off by default: no change).
+  const std::vector<FfnGemmBeside> beside = ffn_gemm_beside(hw, c, res);
+  for (const auto& b : beside) res.kernels.push_back({"ffn_gemm", b.start_us, b.start_us + b.r.beside_s * b.r.stretch * 1e6, b.device, "ffn"});
+  nlohmann::json out = result_json(c, res);
+  if (!beside.empty()) {
+    nlohmann::json& p = out["params"];
+    p["overlap_ffn_gemm"] = c.overlap_ffn_gemm;
+    p["ffn_gemm_n"] = c.ffn_gemm_n;
+    if (c.ffn_gemm_m > 0) p["ffn_gemm_m"] = c.ffn_gemm_m;
+    p["ffn_gemm_tile_m"] = c.ffn_gemm_tile_m;
+    p["ffn_gemm_tile_n"] = c.ffn_gemm_tile_n;
+    p["ffn_gemm_cluster"] = c.ffn_gemm_cluster;
+    if (c.ffn_gemm_alone_us > 0) p["ffn_gemm_alone_us"] = c.ffn_gemm_alone_us;
+    if (!c.gemm_machine.empty()) p["gemm_machine"] = c.gemm_machine;
+    nlohmann::json ranks = nlohmann::json::array();
+    // The summary is the FFN rank whose GEMM ends last beside its transport kernel (the charge is
+    // signed: the mechanism's per-SM tile rate rises with fewer CTAs running, so a GEMM whose last wave
+    // is partial alone can finish a little sooner beside a short neighbour).
+    const FfnGemmBeside* last = &beside.front();
+    for (const auto& b : beside) {
+      ranks.push_back({{"device", b.device}, {"neighbour", b.neighbour}, {"transport_blocks", b.transport_blocks},
+                       {"neighbour_us", b.neighbour_us}, {"m", b.m}, {"n", b.n}, {"k", b.k}, {"tiles", b.gemm.tiles},
+                       {"grid", b.gemm.grid}, {"alone_us", b.r.alone_s * 1e6}, {"beside_us", b.r.beside_s * b.r.stretch * 1e6},
+                       {"charge_us", b.charge_us()}, {"held_sms", b.r.held_sms}, {"slots_at_launch", b.r.slots_at_launch},
+                       {"late_ctas", b.r.late_ctas}});
+      if (b.start_us + b.r.beside_s * b.r.stretch * 1e6 > last->start_us + last->r.beside_s * last->r.stretch * 1e6) last = &b;
+    }
+    nlohmann::json& x = out["extra"];
+    x["ffn_gemm_device"] = last->device;
+    x["ffn_gemm_alone_us"] = last->r.alone_s * 1e6;
+    x["ffn_gemm_beside_us"] = last->r.beside_s * last->r.stretch * 1e6;
+    x["ffn_gemm_charge_us"] = last->charge_us();
+    x["ffn_gemm_held_sms"] = last->r.held_sms;
+    x["ffn_gemm_beside"] = {{"rule", "models::gemm_beside (the sm_sharing model's round-3 mechanism)"},
+                            {"machine", beside.front().machine}, {"ranks", ranks}};
+  }
   // A case with protocol what-ifs switched on also reports the same exchange without them, so its
   // predicted effect is on the case's own line.
   std::vector<std::string> on;
@@ -177,6 +231,17 @@ const ModelSpec& afd_spec() {
         lines.push_back(fmt::format("what-if: {} {:.1f} us against {:.1f} us without ({:+.1f} us, {:+.1f}%)", sw,
                                     c["predicted_us"].get<double>(), wi["without_us"].get<double>(), wi["change_us"].get<double>(),
                                     wi["change_pct"].get<double>()));
+      }
+      if (c.contains("extra") && c["extra"].contains("ffn_gemm_beside")) {
+        // The next micro-batch's expert GEMM beside the transport kernel (overlap_ffn_gemm), per FFN rank.
+        std::string t;
+        for (const auto& r : c["extra"]["ffn_gemm_beside"]["ranks"])
+          t += fmt::format("{}dev{} {}x{}x{} beside {} ({} SMs held, {} late CTAs): alone {:.1f} us, beside {:.1f} us ({:+.1f} us)",
+                           t.empty() ? "" : "; ", r["device"].get<int>(), r["m"].get<int64_t>(), r["n"].get<int64_t>(),
+                           r["k"].get<int64_t>(), r["neighbour"].get<std::string>(), r["held_sms"].get<int>(),
+                           r["late_ctas"].get<int>(), r["alone_us"].get<double>(), r["beside_us"].get<double>(),
+                           r["charge_us"].get<double>());
+        lines.push_back("FFN GEMM beside the transport (models::gemm_beside): " + t);
       }
       if (c.contains("extra") && c["extra"].contains("nic_ops_per_round_trip")) {
         // NIC operations per round trip, devices with the same counts on one entry.

@@ -616,7 +616,7 @@ TEST(AfdCaseParams, EveryAfdScenarioLoadsAndRuns) {
       EXPECT_FALSE(c.contains("note")) << name << " " << c["id"] << ": " << c["note"];
     }
   }
-  EXPECT_EQ(files, 9);
+  EXPECT_EQ(files, 10);
 }
 
 TEST(AfdCaseParams, InfinibandOnlySwitchesAreRefusedWithoutANic) {
