@@ -139,7 +139,9 @@ TEST(AfdFfnGemmBeside, APartialWaveCostsAWholeTileTime) {
   EXPECT_LE(L, S);
   const models::SmShareMachine& pool = h200_pool();
   const double tile_us = b[0].r.alone_s * 1e6;  // one round = one tile time
-  auto rate = [&](int n) { return pool.hw.tile_rate_at_zero - pool.hw.tile_rate_slope * n; };
+  // The per-SM rate: the line r0 - slope n, capped at smshare.tile_rate_max (round 5 of issue 19).
+  auto rate = [&](int n) { return std::min(pool.hw.tile_rate_at_zero - pool.hw.tile_rate_slope * n, pool.hw.tile_rate_max); };
+  ASSERT_GT(pool.hw.tile_rate_max, 0);
   // The first wave's S tiles at r(S), then the late CTAs' L at r(L), each tile t x r(132) / r(n).
   EXPECT_NEAR(b[0].charge_us(), tile_us * (rate(132) / rate(S) + rate(132) / rate(L) - 1), 1e-6 * tile_us);
   EXPECT_GT(b[0].charge_us(), 0.75 * tile_us);
