@@ -53,7 +53,10 @@ fi
 # 2026-12-02) on the shared 2-core machine: the build ~1700 CPU-s (~15 min on 2 idle cores); 408 of
 # the suite's tests in 339 CPU-s; FitSeed000's fits under it 96 CPU-s (HoldOutM8192, 661 s wall at
 # nice 19 under load 7-12) against 27-52 s in the release build: the block is ~25 min of CI's 90 min
-# (release ~8 min + build ~15 + suite ~6-10 + fuzz 2). FUSESIM_FUZZ_SECONDS (default 30 per target)
+# (release ~8 min + build ~15 + suite ~6-10 + fuzz 2). A clean clone's `bash .ci/run` at 405d334
+# (2026-12-02 15:59-16:41, no ccache, while four other jobs shared the 2 cores): 2506 s wall, 2942
+# CPU-s; 443/443 tests in the release build and 443/443 under the sanitizers (suite 833 s wall),
+# sanitizer block 1568 s, fuzz 126 s. FUSESIM_FUZZ_SECONDS (default 30 per target)
 # sets the fuzz runs' length. ccache, when installed, makes rebuilds cheap.
 if [ "${FUSESIM_SANITIZERS:-1}" = 1 ]; then
   t0=$(date +%s)

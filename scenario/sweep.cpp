@@ -1,5 +1,6 @@
 // Sweeps: every case run one by one, streamed in case order, split among MPI ranks under mpirun.
 #include "scenario/sweep.hpp"
+#include "hw/json_limits.hpp"
 
 #include <algorithm>
 #include <array>
@@ -173,6 +174,7 @@ std::string row_difference(const std::string& kept, const std::string& now, cons
     return "the row's text";
   }
   try {
+    hw::check_json_limits(kept, {"", 0, ""});  // a kept row nested thousands deep would overflow the parser's stack
     const auto a = nlohmann::json::parse(kept), b = nlohmann::json::parse(now);
     // The prediction first (what a changed hardware file or model moves), then the keys in order.
     if (a.contains("predicted_us") && b.contains("predicted_us") && a["predicted_us"] != b["predicted_us"])
@@ -250,6 +252,9 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
     nlohmann::json echoed;
     std::vector<std::string> f;  // the CSV row's fields
     nlohmann::json j;            // the JSON row
+    // Bounded before parsing (a fresh-user trial's kept row nested 400000 deep, under 1 MiB, overflowed
+    // nlohmann's recursive parser: a segfault); a row fusesim wrote nests 3 deep.
+    hw::check_json_limits(row, {path, line, "--resume"});
     if (format == "csv") {
       const std::string head = models::csv_quoted(c.id) + ",";
       ok = row.compare(0, head.size(), head) == 0;

@@ -95,6 +95,22 @@ TEST(Sweep, ResumeRefusesALineLongerThanARowCanBe) {
   }
 }
 
+TEST(Sweep, ResumeRefusesADeeplyNestedKeptRow) {
+  // A kept row under 1 MiB nested 400000 deep (a fresh-user trial, 2026-12-02) overflowed the JSON
+  // parser's stack (a segfault); it is refused naming the file and line, and left as it was.
+  const auto sc = scenario::load(kRoot + "/scenarios/h200x4-afd-3a1f-role-path.yaml");
+  const auto hw = scenario::load_hardware(sc);
+  scenario::SweepOptions o;
+  const std::string text = "{\"id\":\"x\",\"params\":" + std::string(400000, '[') + std::string(400000, ']') + "}\n";
+  o.out = write_tmp("deep.jsonl", text);
+  o.resume = true;
+  o.progress = false;
+  const std::string e = error_of<std::exception>([&] { scenario::sweep(sc, hw, o); });
+  EXPECT_NE(e.find("deep.jsonl:1:"), std::string::npos) << e;
+  EXPECT_NE(e.find("nested more than 64 levels"), std::string::npos) << e;
+  EXPECT_EQ(read_file(o.out).size(), text.size());
+}
+
 TEST(Sweep, RefusesAModelThatRunsItsCasesTogether) {
   const auto sc = scenario::load(kRoot + "/scenarios/mi355x-dsv4-serving-ttft.yaml");
   const auto hw = scenario::load_hardware(sc);
