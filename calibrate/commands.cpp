@@ -459,6 +459,16 @@ void register_calibrate_commands(CLI::App& calibrate) {
     if (!a->out.empty()) outputs.push_back({a->out, "", "--out"});
     if (!a->report.empty()) outputs.push_back({a->report, "", "--report"});
     hw::check_output_files(outputs);
+    // No output over an input (a fresh-user trial's --report F replaced its --hw or --measurements
+    // file F with the JSON report). --out may name --hw: writing the calibrated file in place.
+    for (const auto& o : outputs) {
+      if (o.option == "--report" && hw::same_existing_file(o.path, a->hw))
+        throw std::invalid_argument(fmt::format("--report '{}' is the --hw file: writing there would overwrite it; give another file", o.path));
+      for (const auto& m : a->measurements)
+        if (hw::same_existing_file(o.path, m))
+          throw std::invalid_argument(fmt::format("{} '{}' is the measurement file '{}': writing there would overwrite it; give another file",
+                                                  o.option, o.path, m));
+    }
     const auto hw = models::load_hardware(a->hw);
     std::vector<calibrate::Record> rejected;
     std::vector<std::string> warnings;

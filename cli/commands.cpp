@@ -122,22 +122,10 @@ void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res,
   }
 }
 
-/// True when `a` and `b` name one file (`F`, `./F`, `dir/../F`, a link to F); false when either
-/// does not exist.
-bool same_existing_file(const std::string& a, const std::string& b) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(a, ec) || !fs::exists(b, ec)) return false;
-  const bool eq = fs::equivalent(a, b, ec);
-  if (!ec) return eq;
-  std::error_code e1, e2;
-  return fs::weakly_canonical(a, e1) == fs::weakly_canonical(b, e2) && !e1 && !e2;
-}
-
 /// `run` writes its outputs over no input: refuse an --out or --trace that is `input` (what names it).
 void refuse_overwriting_input(const std::vector<hw::OutputFile>& outputs, const std::string& input, const std::string& what) {
   for (const auto& o : outputs)
-    if (same_existing_file(o.path, input))
+    if (hw::same_existing_file(o.path, input))
       throw std::invalid_argument(fmt::format("{} '{}' is the {} '{}': writing there would overwrite it; give another file",
                                               o.option, o.path, what, input));
 }
@@ -446,6 +434,27 @@ void register_all(CLI::App& app) {
     if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
     if (!ci->save.empty()) ci_outputs.push_back({ci->save, "", "--save-predictions"});
     for (const auto& path : *check_args) refuse_overwriting_input(ci_outputs, path, "scenario file");
+    if (!ci->baseline.empty()) refuse_overwriting_input(ci_outputs, ci->baseline, "--baseline file");
+    // The hardware files (and their measured tables) the scenarios read are inputs too (a fresh-user
+    // trial's `check S --junit hw/mi355x-8gpu.yaml` replaced the hardware file with XML): checked
+    // before anything runs. A scenario that cannot be loaded is reported by the loop below.
+    for (const auto& path : *check_args) {
+      std::optional<models::Scenario> sc;
+      try {
+        sc = scenario::load(path, {ci->max_cases, false});
+      } catch (const std::exception&) {
+        continue;
+      }
+      refuse_overwriting_input(ci_outputs, sc->hardware_path, fmt::format("hardware file of {}", path));
+      std::vector<std::pair<std::string, std::string>> tables;  // (name, file)
+      try {
+        const auto hwf = scenario::load_hardware(*sc);  // kept: tables() refers into it
+        for (const auto& [name, t] : hwf.tables()) tables.emplace_back(name, t.file);
+      } catch (const std::exception&) {
+      }
+      for (const auto& [name, file] : tables)
+        refuse_overwriting_input(ci_outputs, file, fmt::format("hardware file's measured table '{}'", name));
+    }
     hw::check_output_files(ci_outputs);
     sim::set_default_event_budget(ci->max_events);
     std::vector<JunitFile> junit_files;

@@ -150,6 +150,17 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what, const
   return root;
 }
 
+bool same_existing_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(a, ec) || !fs::exists(b, ec)) return false;
+  const bool eq = fs::equivalent(a, b, ec);
+  if (!ec) return eq;
+  std::error_code e1, e2;
+  return fs::weakly_canonical(a, e1) == fs::weakly_canonical(b, e2) && !e1 && !e2;
+}
+
+
 std::string yaml_text(const YAML::Node& n) {
   if (!n || n.IsNull()) return "null";
   if (n.IsScalar()) return n.Scalar();

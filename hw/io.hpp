@@ -25,6 +25,11 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what, const
 /// value, the flow form ("[1, 2]", "{a: 1}") of a sequence or mapping.
 std::string yaml_text(const YAML::Node& n);
 
+/// True when paths `a` and `b` name one existing file (`F`, `./F`, `dir/../F`, a link to F: by
+/// std::filesystem::equivalent); false when either does not exist. Used to refuse an output that
+/// would overwrite one of the command's inputs. Throws nothing.
+bool same_existing_file(const std::string& a, const std::string& b);
+
 /// A new mapping of `defaults` overlaid by `params` (either may be missing): a scenario case's
 /// parameters after its file's `defaults:`.
 YAML::Node yaml_merged(const YAML::Node& defaults, const YAML::Node& params);

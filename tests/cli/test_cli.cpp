@@ -121,6 +121,45 @@ TEST(CliRun, OutThatIsAMeasuredTableOfTheHardwareFileIsRefused) {
   EXPECT_EQ(read_file(table), before);
 }
 
+// check's --junit / --save-predictions and calibrate fit's --report are outputs too: none may replace
+// a hardware file, a measured table, a --baseline or a measurement file (a fresh-user trial,
+// 2026-12-02: `check S --junit hw/mi355x-8gpu.yaml` replaced the hardware file with XML, exit 0).
+TEST(CliCheck, OutputsThatAreInputsAreRefusedAndTheInputsKept) {
+  const std::string dir = fresh_dir("check_self");
+  const std::string sc = write_scenario(dir);
+  const std::string hwfile = kRoot + "/hw/mi355x-8gpu.yaml";
+  const std::string before = read_file(hwfile);
+  for (const char* opt : {"--junit", "--save-predictions"}) {
+    const auto r = run_cli({"check", sc, opt, hwfile});
+    EXPECT_EQ(r.code, 1) << opt;
+    EXPECT_TRUE(has(r.error, opt) && has(r.error, "hardware file of")) << r.error;
+    EXPECT_EQ(read_file(hwfile), before) << opt;
+  }
+  // A measured table of the scenario's hardware file.
+  const auto pair = models::load_hardware(kRoot + "/hw/h200-2gpu.yaml");
+  ASSERT_FALSE(pair.tables().empty());
+  const std::string table = pair.tables().begin()->second.file, tbefore = read_file(table);
+  const std::string psc = dir + "/pair.yaml";
+  std::ofstream(psc) << "scenario: pair\nhardware: " << kRoot << "/hw/h200-2gpu.yaml\nmodel: h200_probe\ncases:\n"
+                     << "  - id: a\n    params: {probe: copy_hop, size_bytes: 1048576}\n";
+  EXPECT_TRUE(has(run_cli({"check", psc, "--junit", table}).error, "measured table"));
+  EXPECT_EQ(read_file(table), tbefore);
+  // calibrate fit --report over its --hw or its measurement file.
+  const std::string hwc = dir + "/hwc.yaml", meas = dir + "/meas.yaml";
+  fs::copy_file(kRoot + "/hw/h200-4gpu-nvlink.yaml", hwc);
+  std::string m = read_file(kRoot + "/scenarios/h200x4-afd-3a1f-role-path.yaml");
+  std::ofstream(meas) << m;
+  const std::string hbefore = read_file(hwc), mbefore = read_file(meas);
+  auto r = run_cli({"calibrate", "fit", "--hw", hwc, "--measurements", meas, "--free", "none", "--report", hwc});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "--report") && has(r.error, "--hw file")) << r.error;
+  r = run_cli({"calibrate", "fit", "--hw", hwc, "--measurements", meas, "--free", "none", "--report", meas});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.error, "is the measurement file")) << r.error;
+  EXPECT_EQ(read_file(hwc), hbefore);
+  EXPECT_EQ(read_file(meas), mbefore);
+}
+
 // --- 2. check --plot wants a directory, and creates only its last component ------------------------
 
 TEST(CliCheck, PlotThatIsAFileIsRefusedBeforeAnyCheck) {
