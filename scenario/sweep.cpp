@@ -3,6 +3,7 @@
 #include "hw/json_limits.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -254,7 +255,7 @@ std::pair<int64_t, uintmax_t> resumable_rows(const models::Scenario& sc, const h
     nlohmann::json j;            // the JSON row
     // Bounded before parsing (a fresh-user trial's kept row nested 400000 deep, under 1 MiB, overflowed
     // nlohmann's recursive parser: a segfault); a row fusesim wrote nests 3 deep.
-    hw::check_json_limits(row, {path, line, "--resume"});
+    hw::check_json_limits(row, {path, static_cast<int>(std::min<int64_t>(line, std::numeric_limits<int>::max())), "--resume"});
     if (format == "csv") {
       const std::string head = models::csv_quoted(c.id) + ",";
       ok = row.compare(0, head.size(), head) == 0;
