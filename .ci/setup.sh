@@ -10,7 +10,7 @@ case "$what" in run|test) ;; *) echo "usage: bash .ci/setup.sh run|test" >&2; ex
 
 pkgs=(cmake g++ make pkg-config libsystemc-dev libyaml-cpp-dev libeigen3-dev libgtest-dev libbenchmark-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev gnuplot-nox openmpi-bin libopenmpi-dev
-      libxml2-utils clang-16 libclang-rt-16-dev)
+      libxml2-utils clang-16 libclang-rt-16-dev libre2-dev ccache)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -23,7 +23,8 @@ fi
 
 # GPU kernels (hw/kernels, calibrate/live) build with nvcc or hipcc when present; nothing GPU-only runs here.
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFUSESIM_TRACE=ON >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
+launcher=(); command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFUSESIM_TRACE=ON "${launcher[@]}" >build-configure.log 2>&1 || { cat build-configure.log; exit 1; }
 grep -E "GPU kernels backend" build-configure.log || true
 cmake --build build -j"$(nproc)"
 

@@ -658,7 +658,11 @@ void register_all(CLI::App& app) {
   bec->add_option("-k,--k", be->k, "K");
   bec->add_option("--world-size", be->ws, "ranks");
   bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
-  bec->add_option("--max-m", be->max_m, "largest M searched");
+  // Both ends of every padding step up to max_m are simulated (3 paths each): 2^20 is 512 steps of
+  // 2048 at world size 8, 16 x the default; 2^63 - 1 never ended.
+  bec->add_option("--max-m", be->max_m, "largest M searched (at most 1048576)")
+      ->check(CLI::TypeValidator<int64_t>("a whole number"))
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   bec->footer(
       "JSON (--format json): m_vs_split, m_vs_rccl and (with a calibrated hardware file) m_clear_win_vs_split,\n"

@@ -5,13 +5,14 @@
 #include <cctype>
 #include <map>
 #include <numeric>
-#include <regex>
 #include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "calibrate/trace/analysis.hpp"
+#include "calibrate/trace/whatif.hpp"
+#include "hw/name_pattern.hpp"
 #include "hw/printable.hpp"
 #include "calibrate/trace/categories.hpp"
 #include "calibrate/trace/kineto_reader.hpp"
@@ -42,16 +43,16 @@ int64_t dtype_bytes(const std::string& dtype) {
   return -1;
 }
 
-const std::regex& allreduce_name() {
+const hw::NamePattern& allreduce_name() {
   // The all-reduce rule of `trace whatif --fuse-gemm-ar` (WhatIfOptions::allreduce_regex).
-  static const std::regex re("all_?reduce|cross_device_reduce|allreduce", std::regex::ECMAScript | std::regex::icase);
+  static const hw::NamePattern re = hw::NamePattern::compile(trace::WhatIfOptions{}.allreduce_regex, "all-reduce rule");
   return re;
 }
 
-const std::regex& other_collective_name() {
+const hw::NamePattern& other_collective_name() {
   // NCCL/RCCL kernels of the other collectives (ncclKernel_SendRecv_..., ncclDevKernel_AllGather_...).
-  static const std::regex re("(nccl|rccl).*(sendrecv|send_|recv_|allgather|reducescatter|broadcast|alltoall|reduce_(sum|prod|min|max))",
-                             std::regex::ECMAScript | std::regex::icase);
+  static const hw::NamePattern re = hw::NamePattern::compile(
+      "(nccl|rccl).*(sendrecv|send_|recv_|allgather|reducescatter|broadcast|alltoall|reduce_(sum|prod|min|max))", "collective rule");
   return re;
 }
 
@@ -80,16 +81,16 @@ void pairs_of_rank(const trace::TraceFile& f, const trace::CategoryTable& table,
     const trace::TimelineOp& op = tl.ops[i];
     if (tl.cls(op) != trace::OpClass::communication || tl.gpu(op).kind != trace::GpuOpKind::kernel) continue;
     const trace::GpuOp& g = tl.gpu(op);
-    bool yes = trace::bounded_search(f.name_of(g), allreduce_name());
+    bool yes = allreduce_name().search(f.name_of(g));
     // A kernel (or its NCCL fields) naming another collective is not an all-reduce, whatever CPU op launched it.
-    bool other = trace::bounded_search(f.name_of(g), other_collective_name());
+    bool other = other_collective_name().search(f.name_of(g));
     if (!yes && g.collective >= 0) {
       const std::string c = lower(f.strings.str(f.collectives[size_t(g.collective)].name));
       yes = c.find("allreduce") != std::string::npos || c.find("all_reduce") != std::string::npos;
       other = other || (!yes && !c.empty());
     }
     if (!yes && !other)
-      for (uint32_t c : enclosing(f, op.launch_op)) yes = yes || trace::bounded_search(f.name_of(f.cpu_ops[c]), allreduce_name());
+      for (uint32_t c : enclosing(f, op.launch_op)) yes = yes || allreduce_name().search(f.name_of(f.cpu_ops[c]));
     ar[i] = yes;
     out.allreduces += yes;
   }
@@ -182,7 +183,7 @@ void pairs_of_rank(const trace::TraceFile& f, const trace::CategoryTable& table,
     if (p.ar_nelems < 0)
       for (uint32_t ci : enclosing(f, tl.ops[i].launch_op)) {
         const trace::CpuOp& c = f.cpu_ops[ci];
-        if (!trace::bounded_search(f.name_of(c), allreduce_name()) || !c.has_input_dims || c.inputs_count == 0) continue;
+        if (!allreduce_name().search(f.name_of(c)) || !c.has_input_dims || c.inputs_count == 0) continue;
         const trace::TensorInput& in = f.inputs[c.inputs_begin];
         if (in.rank <= 0) continue;
         int64_t e = 1;

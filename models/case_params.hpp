@@ -55,6 +55,12 @@ struct CaseParam {
 
   static CaseParam integer(std::string key, std::string meaning);    ///< a whole number that fits an int
   static CaseParam integer64(std::string key, std::string meaning);  ///< a whole number (64 bits)
+  /// A tensor dimension or token count: a whole number in [1, kMaxDimension]. The bound keeps every
+  /// product a model forms of two or three dimensions and a dtype size inside int64 and exact in a
+  /// double; no real case comes near it (a scenario M of 2^63 - 1 overflowed the padded M and
+  /// reached the flow network as negative bytes; `breakeven --max-m` of it never ended).
+  static CaseParam dimension(std::string key, std::string meaning);
+  static constexpr int64_t kMaxDimension = int64_t(1) << 31;
   static CaseParam number(std::string key, std::string meaning);     ///< a finite number
   static CaseParam flag(std::string key, std::string meaning);       ///< true or false, unquoted
   static CaseParam name(std::string key, std::string meaning);       ///< a word (text)

@@ -2,6 +2,8 @@
 // helpers of the case types, and the registry built from models/registry.inc.
 #include "models/model.hpp"
 
+#include "hw/printable.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,6 +33,9 @@ std::string words(const std::vector<std::string>& w) {
 CaseParam CaseParam::integer(std::string key, std::string meaning) { return {std::move(key), Kind::Integer, std::move(meaning)}; }
 CaseParam CaseParam::integer64(std::string key, std::string meaning) {
   return {std::move(key), Kind::Integer64, std::move(meaning)};
+}
+CaseParam CaseParam::dimension(std::string key, std::string meaning) {
+  return integer64(std::move(key), std::move(meaning)).at_least(1).at_most(double(kMaxDimension)).expecting("a whole number from 1 to 2^31");
 }
 CaseParam CaseParam::number(std::string key, std::string meaning) { return {std::move(key), Kind::Number, std::move(meaning)}; }
 CaseParam CaseParam::flag(std::string key, std::string meaning) { return {std::move(key), Kind::Flag, std::move(meaning)}; }
@@ -299,6 +304,7 @@ double median(std::vector<double> v) {
 }
 
 std::string csv_quoted(std::string t) {
+  t = hw::printable(t);  // ids and sources are free text from scenario files: no ESC or newline reaches a terminal
   for (size_t pos = 0; (pos = t.find('"', pos)) != std::string::npos; pos += 2) t.insert(pos, 1, '"');
   return "\"" + t + "\"";
 }

@@ -12,6 +12,8 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "hw/printable.hpp"
+#include "models/model.hpp"
 
 namespace fusesim::scenario {
 namespace fs = std::filesystem;
@@ -23,6 +25,13 @@ namespace {
 const std::set<std::string> kMeasuredKeys{"value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
 const std::set<std::string> kMeasuredPointKeys{"at", "value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
 const std::set<std::string> kMeasuredPhasesKeys{"phases_us", "source"};
+
+// A measured time (us) is a GPU event's: from 1 ns to about 2.8 hours. Outside, it is a unit mistake
+// (a time in seconds or ps) or hostile (1e-300 made every error percentage overflow to inf).
+constexpr double kMinMeasuredUs = 1e-3, kMaxMeasuredUs = 1e10;
+// A tolerance is a percentage of the measured value: above 100% a check can no longer fail for a
+// prediction too fast by any amount (1e308 made every check pass).
+constexpr double kMaxTolerancePct = 100.0;
 
 models::Measured parse_measured_one(const YAML::Node& m, const std::string& file, const std::string& key, const std::set<std::string>& allowed) {
   models::Measured out;
@@ -37,7 +46,9 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
   for (const char* f : {"value_us", "period_us"})
     if (m[f]) {
       out.value_us = hw::yaml_number(m[f], file, key + "." + f);
-      if (!(*out.value_us > 0)) throw FileError(file, hw::yaml_line(m[f]), key + "." + f, "a measured time must be > 0 us");
+      if (!(*out.value_us >= kMinMeasuredUs && *out.value_us <= kMaxMeasuredUs))
+        throw FileError(file, hw::yaml_line(m[f]), key + "." + f,
+                        fmt::format("a measured time must be from {:g} to {:g} us, got {:g}", kMinMeasuredUs, kMaxMeasuredUs, *out.value_us));
       if (std::string(f) == "period_us") out.metric = "period_us";
     }
   if (m["phases_us"]) {
@@ -46,7 +57,9 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
     {
       const std::string ph = p->first.as<std::string>();
       const double v = hw::yaml_number(p->second, file, key + ".phases_us." + ph);
-      if (!(v > 0)) throw FileError(file, hw::yaml_line(p->second), key + ".phases_us." + ph, "a measured phase time must be > 0 us");
+      if (!(v >= kMinMeasuredUs && v <= kMaxMeasuredUs))
+        throw FileError(file, hw::yaml_line(p->second), key + ".phases_us." + ph,
+                        fmt::format("a measured phase time must be from {:g} to {:g} us, got {:g}", kMinMeasuredUs, kMaxMeasuredUs, v));
       out.phases_us[ph] = v;
     }
   }
@@ -164,6 +177,12 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
   sc.name = hw::yaml_field(root["scenario"], path, "scenario", "a name (text)", false, key_line["scenario"]);
   sc.description = hw::yaml_field(root["description"], path, "description", "a text", true);
   sc.model = hw::yaml_field(root["model"], path, "model", "a model name (text)", false, key_line["model"]);
+  if (!models::find_spec(sc.model)) {
+    std::vector<std::string> names;
+    for (const models::ModelSpec* s : models::specs()) names.push_back(s->name);
+    std::sort(names.begin(), names.end());
+    throw FileError(path, key_line["model"], "model", fmt::format("unknown model '{}' (expected one of: {})", hw::printable(sc.model), fmt::join(names, ", ")));
+  }
   // hardware: relative to the scenario's folder, else to the repository root (its parent), else CWD
   const std::string hwp = hw::yaml_field(root["hardware"], path, "hardware", "the path of a hardware file (text)", false, key_line["hardware"]);
   sc.hardware_line = hw::yaml_line(root["hardware"]);
@@ -181,10 +200,18 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
         throw FileError(path, hw::yaml_line(root["hardware"]), "hardware",
                         fmt::format("'{}' is a directory ({}), expected a hardware file (e.g. hw/mi355x-8gpu.yaml)", hwp, t));
   if (sc.hardware_path.empty())
+    for (const auto& t : tries) {
+      std::error_code ec;
+      if (fs::exists(t, ec))
+        throw FileError(path, hw::yaml_line(root["hardware"]), "hardware",
+                        fmt::format("'{}' ({}) is not a regular file (a device, FIFO or socket), expected a hardware file", hwp, t));
+    }
+  if (sc.hardware_path.empty())
     throw FileError(path, hw::yaml_line(root["hardware"]), "hardware",
                     fmt::format("no hardware file '{}' (tried {})", hwp, fmt::join(tries, ", ")));
   const double tol = root["tolerance_pct"] ? hw::yaml_number(root["tolerance_pct"], path, "tolerance_pct") : 10.0;
-  if (!(tol > 0)) throw FileError(path, hw::yaml_line(root["tolerance_pct"]), "tolerance_pct", "must be > 0");
+  if (!(tol > 0 && tol <= kMaxTolerancePct))
+    throw FileError(path, hw::yaml_line(root["tolerance_pct"]), "tolerance_pct", fmt::format("must be > 0 and at most {:g} (a percentage), got {:g}", kMaxTolerancePct, tol));
   const YAML::Node defaults = root["defaults"];
   if (defaults && !defaults.IsMap()) throw FileError(path, hw::yaml_line(defaults), "defaults", "expected a mapping of params");
   if (!root["cases"].IsSequence()) throw FileError(path, hw::yaml_line(root["cases"]), "cases", "expected a list of cases");
@@ -231,7 +258,9 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
     const std::string id = idn.Scalar();
     if (cnode["params"] && !cnode["params"].IsMap()) throw FileError(path, hw::yaml_line(cnode["params"]), key + ".params", "expected a mapping");
     const double ctol = cnode["tolerance_pct"] ? hw::yaml_number(cnode["tolerance_pct"], path, key + ".tolerance_pct") : tol;
-    if (!(ctol > 0)) throw FileError(path, hw::yaml_line(cnode["tolerance_pct"]), key + ".tolerance_pct", "must be > 0");
+    if (!(ctol > 0 && ctol <= kMaxTolerancePct))
+      throw FileError(path, hw::yaml_line(cnode["tolerance_pct"]), key + ".tolerance_pct",
+                      fmt::format("must be > 0 and at most {:g} (a percentage), got {:g}", kMaxTolerancePct, ctol));
     // The sweep, not expanded: its lists (cloned), the cases made from an index when needed.
     models::CaseGroup g;
     g.id = id;

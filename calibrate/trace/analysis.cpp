@@ -34,15 +34,15 @@ StepMatcher::StepMatcher(const std::string& pattern) {
   scanner_ = pattern == R"(ProfilerStep#\d+)" || pattern == R"(ProfilerStep#[0-9]+)";
   if (scanner_) return;
   try {
-    re_ = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw std::runtime_error(fmt::format("invalid --step-regex '{}': {}", pattern, e.what()));
+    re_ = hw::NamePattern::compile(pattern, "--step-regex", false);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
   }
 }
 
 bool StepMatcher::match(std::string_view name) const {
   if (scanner_) return is_profiler_step_name(name);
-  return bounded_match(name, re_);
+  return re_.full_match(name);
 }
 
 namespace {
@@ -242,7 +242,6 @@ RankTimeline build_timeline(const TraceFile& file, const CategoryTable& table, c
       if (is_step[nm] < 0) {
         const auto& text = file.strings.str(nm);
         is_step[nm] = matcher.match(text) ? 1 : 0;
-        if (!matcher.scanner() && text.size() > kMaxRegexNameBytes) tl.step_names_too_long++;
       }
       if (is_step[nm]) steps.push_back(i);
     }
@@ -549,10 +548,6 @@ AnalysisReport analyze(const std::vector<TraceFile>& files, const CategoryTable&
   for (const auto& f : files) {
     RankTimeline tl = build_timeline(f, table, opt);
     for (const auto& w : f.warnings) rep.warnings.push_back(w);
-    if (tl.step_names_too_long > 0)
-      rep.warnings.push_back(fmt::format("{}: {} CPU event name(s) longer than {} bytes were not tried against --step-regex "
-                                         "(std::regex backtracks recursively; the default ProfilerStep#N has no limit)",
-                                         f.path, tl.step_names_too_long, kMaxRegexNameBytes));
     RankReport rr;
     rr.rank = f.rank;
     rr.file = f.path;

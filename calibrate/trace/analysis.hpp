@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,8 +22,8 @@ const char* to_string(Phase p);
 /**
  * How windows (steps) and phases are found. The rule:
  *  1. Steps: CPU events (cpu_op or user_annotation) whose name fully matches `step_regex` (default
- *     ProfilerStep#N, matched by a hand-written scanner; another pattern is a std::regex run only on
- *     names up to kMaxRegexNameBytes) are the windows. A GPU event belongs to the step whose CPU
+ *     ProfilerStep#N, matched by a hand-written scanner; another pattern by RE2, hw::NamePattern) are
+ *     the windows. A GPU event belongs to the step whose CPU
  *     interval encloses the runtime call that launched it (joined by correlation id), whenever it
  *     ran: in a pipelined trace a step's kernels may run long after its CPU step ended. An event
  *     without a launch falls in the last step that started before it on the GPU clock.
@@ -44,10 +43,10 @@ struct AnalyzeOptions {
   double gap_min_us = 1.0;      ///< idle gaps shorter than this are not counted as gaps (still idle)
 };
 
-/// Full-match test of step annotation names (AnalyzeOptions::step_regex) without unbounded
-/// backtracking: the default pattern ProfilerStep#\d+ by a scanner (any length), another one by
-/// std::regex on names of at most kMaxRegexNameBytes bytes (longer names never match; counted).
-/// Errors: std::runtime_error naming the pattern when it is not a valid ECMAScript regex.
+/// Full-match test of step annotation names (AnalyzeOptions::step_regex), case-sensitive, in time
+/// linear in the name: the default pattern ProfilerStep#\d+ by a scanner, another one by RE2
+/// (hw::NamePattern; RE2 syntax). Errors: std::runtime_error naming --step-regex when the pattern
+/// is not a valid RE2 pattern (lookaround and backreferences are refused).
 class StepMatcher {
  public:
   explicit StepMatcher(const std::string& pattern);
@@ -57,7 +56,7 @@ class StepMatcher {
 
  private:
   bool scanner_ = true;
-  std::regex re_;
+  hw::NamePattern re_;
 };
 
 /// True for "ProfilerStep#" followed by one or more decimal digits and nothing else.
@@ -122,8 +121,6 @@ struct RankTimeline {
   std::vector<std::vector<NsInterval>> regions;
   /// Union of every GPU event interval of the rank, sorted, disjoint.
   std::vector<NsInterval> busy;
-  /// Step-pattern names longer than kMaxRegexNameBytes that a user --step-regex was not run on.
-  int64_t step_names_too_long = 0;
 
   const GpuOp& gpu(const TimelineOp& op) const { return file->gpu_ops[op.gpu]; }
   OpClass cls(const TimelineOp& op) const { return table->category(op.category).cls; }

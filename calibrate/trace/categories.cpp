@@ -19,16 +19,6 @@ const char* to_string(OpClass c) {
   return "?";
 }
 
-bool bounded_search(std::string_view name, const std::regex& re) {
-  if (name.size() > kMaxRegexNameBytes) name = name.substr(0, kMaxRegexNameBytes);
-  return std::regex_search(name.begin(), name.end(), re);
-}
-
-bool bounded_match(std::string_view name, const std::regex& re) {
-  if (name.size() > kMaxRegexNameBytes) return false;
-  return std::regex_match(name.begin(), name.end(), re);
-}
-
 namespace {
 
 [[noreturn]] void bad(const std::string& source, const YAML::Node& n, const std::string& msg) {
@@ -58,18 +48,18 @@ std::string str_of(const std::string& source, const YAML::Node& n, const std::st
   }
 }
 
-std::regex compile(const std::string& source, const YAML::Node& n, const std::string& text) {
+hw::NamePattern compile(const std::string& source, const YAML::Node& n, const std::string& text, bool icase = true) {
   try {
-    return std::regex(text, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    bad(source, n, fmt::format("invalid regex '{}': {}", text, e.what()));
+    return hw::NamePattern::compile(text, "pattern", icase);
+  } catch (const std::invalid_argument& e) {
+    bad(source, n, e.what());
   }
 }
 
 }  // namespace
 
 CategoryTable CategoryTable::builtin() {
-  // Parsed and its patterns compiled once per process (a copy shares the compiled std::regex
+  // Parsed and its patterns compiled once per process (a copy shares the compiled RE2
   // automata): a caller per input (the fuzz target, tests/fuzz) spent 80% of its time compiling them.
   static const CategoryTable table = from_yaml(kBuiltinCategoriesYaml, "<builtin categories.yaml>");
   return table;
@@ -148,7 +138,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
     for (const auto& r : rs) {
       ++idx;
       auto where = fmt::format("rule {}", idx);
-      check_keys(source, r, {"category", "family", "pattern", "kind"}, where);
+      check_keys(source, r, {"category", "family", "pattern", "unless", "kind"}, where);
       if (!r["category"]) bad(source, r, fmt::format("{} lacks \"category\"", where));
       if (!r["pattern"]) bad(source, r, fmt::format("{} lacks \"pattern\"", where));
       CategoryRule rule;
@@ -159,6 +149,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
       rule.family = r["family"] ? str_of(source, r["family"], "family") : "";
       rule.pattern_text = str_of(source, r["pattern"], "pattern");
       rule.pattern = compile(source, r["pattern"], rule.pattern_text);
+      if (r["unless"]) rule.unless = compile(source, r["unless"], str_of(source, r["unless"], "unless"));
       if (r["kind"]) {
         auto k = str_of(source, r["kind"], "kind");
         if (k == "kernel") rule.kind = GpuOpKind::kernel;
@@ -185,11 +176,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
       if (!g["op"]) bad(source, g, fmt::format("{} lacks \"op\"", where));
       GemmOpRule rule;
       rule.op_text = str_of(source, g["op"], "op");
-      try {
-        rule.op = std::regex(rule.op_text, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        bad(source, g["op"], fmt::format("invalid regex '{}': {}", rule.op_text, e.what()));
-      }
+      rule.op = compile(source, g["op"], rule.op_text, false);
       try {
         rule.a = g["a"] ? g["a"].as<int>() : 0;
         rule.b = g["b"] ? g["b"].as<int>() : 1;
@@ -208,7 +195,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
 Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) const {
   for (const auto& r : rules_) {
     if (r.kind && *r.kind != kind) continue;
-    if (bounded_search(name, r.pattern)) return {r.category, r.family};
+    if (r.pattern.search(name) && !r.unless.search(name)) return {r.category, r.family};
   }
   if (kind != GpuOpKind::kernel) {
     int c = find("copy");
@@ -219,7 +206,7 @@ Classification CategoryTable::classify(const std::string& name, GpuOpKind kind) 
 
 const GemmOpRule* CategoryTable::gemm_rule(const std::string& op_name) const {
   for (const auto& g : gemm_ops_)
-    if (bounded_match(op_name, g.op)) return &g;
+    if (g.op.full_match(op_name)) return &g;
   return nullptr;
 }
 

@@ -3,29 +3,14 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "calibrate/trace/kineto_reader.hpp"
+#include "hw/name_pattern.hpp"
 
 namespace fusesim::trace {
-
-/**
- * Longest name (bytes) a std::regex is run on. libstdc++'s std::regex matches by recursive
- * backtracking, one stack frame or more per input character: a 40 KB name overflowed an 8 MiB stack
- * with the default step pattern, and 16 KB still ran in 5 ms. Names of real kernels and operators
- * stay under ~2 KB (the longest of the seven HTA test traces: 1956 bytes).
- */
-constexpr size_t kMaxRegexNameBytes = 4096;
-
-/// std::regex_search over the first kMaxRegexNameBytes bytes of `name` only (a category rule looks
-/// for a library or family marker, which sits at the front of a mangled or templated name).
-bool bounded_search(std::string_view name, const std::regex& re);
-/// std::regex_match of the whole name; false, without running the regex, for a name longer than
-/// kMaxRegexNameBytes (no operator or annotation name a rule is written for is that long).
-bool bounded_match(std::string_view name, const std::regex& re);
 
 /// How a category counts in the overlap analysis.
 enum class OpClass : uint8_t { compute, communication, copy };
@@ -43,7 +28,8 @@ struct CategoryRule {
   int category = 0;  ///< index into CategoryTable::categories()
   std::string family;
   std::string pattern_text;
-  std::regex pattern;
+  hw::NamePattern pattern;  ///< searched anywhere in the name, case-insensitive (RE2 syntax)
+  hw::NamePattern unless;   ///< optional: a name this also matches is not taken by the rule
   std::optional<GpuOpKind> kind;
   std::string source;
 };
@@ -51,7 +37,7 @@ struct CategoryRule {
 /// How to read a GEMM's M, N, K from a CPU operator's "Input Dims".
 struct GemmOpRule {
   std::string op_text;
-  std::regex op;   ///< matched (full match) against the CPU operator name
+  hw::NamePattern op;   ///< matched (full match, case-sensitive) against the CPU operator name
   int a = 0, b = 1;  ///< input indices of the two operands
   bool b_is_nk = false;  ///< b laid out [N, K] (linear weights) instead of [K, N]
 };
@@ -73,7 +59,9 @@ struct Classification {
  * operator rules. Loaded from YAML (see calibrate/trace/categories.yaml for the format).
  *
  * Errors: std::runtime_error naming the source and the offending key for a YAML syntax error, an
- * unknown key, a rule naming an undeclared category, a bad class or kind, or an invalid regex.
+ * unknown key, a rule naming an undeclared category, a bad class or kind, or an invalid regex
+ * (RE2 syntax, hw::NamePattern: lookaround and backreferences are refused; a rule's `unless` pattern
+ * excludes what a lookahead would).
  */
 class CategoryTable {
  public:
@@ -87,7 +75,7 @@ class CategoryTable {
   void prepend_user_rules_file(const std::string& path);
   void prepend_user_rules(const std::string& yaml_text, const std::string& source);
 
-  /// The first rule matching `name` (regexes see its first kMaxRegexNameBytes bytes) and kind.
+  /// The first rule matching `name` (and not its `unless`) and kind. Linear in the name's length per rule.
   Classification classify(const std::string& name, GpuOpKind kind) const;
   const std::vector<CategoryInfo>& categories() const { return categories_; }
   const CategoryInfo& category(int i) const { return categories_.at(static_cast<size_t>(i)); }
@@ -95,7 +83,7 @@ class CategoryTable {
   int find(const std::string& name) const;
   const std::vector<CategoryRule>& rules() const { return rules_; }
 
-  /// The GEMM rule for a CPU operator name (full match; never for names over kMaxRegexNameBytes), or null.
+  /// The GEMM rule for a CPU operator name (full match), or null.
   const GemmOpRule* gemm_rule(const std::string& op_name) const;
   /// M, N, K (and batch) of a CPU operator under its rule; nullopt when the dims do not fit (a
   /// negative dim, a product beyond int64, b's K differing from a's).

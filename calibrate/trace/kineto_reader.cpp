@@ -458,6 +458,9 @@ class KinetoSax {
       case Where::event:
         if (key_ == Key::args) { stack_.push_back(Where::args); return true; }
         break;
+      case Where::args:
+        if (IntField* f = args_int(key_)) f->set_bad("an object");
+        break;
       case Where::top:
         if (key_ == Key::distributed_info) { stack_.push_back(Where::dist); return true; }
         if (key_ == Key::trace_events) fail("\"traceEvents\" must be an array");
@@ -493,6 +496,9 @@ class KinetoSax {
           case Key::block: stack_.push_back(Where::block); ev_.idx = 0; return true;
           default: break;
         }
+        // An integer key holding an array ("stream": [1, 2]) is refused where it is required, not
+        // skipped as if it were absent.
+        if (IntField* f = args_int(key_)) f->set_bad("an array");
         break;
       case Where::dims:
         stack_.push_back(Where::dims_elem);
@@ -572,6 +578,11 @@ class KinetoSax {
   bool saw_events() const { return saw_events_ || root_is_array_; }
   void finish() {
     resolve_flows();
+    if (negative_dims_ops_ > 0)
+      out_.warnings.push_back(fmt::format(
+          "{}: {} CPU operator(s) carry a negative size in \"Input Dims\" (first: {}, line {}); no GEMM shape is taken "
+          "from them, so their kernels join no shape",
+          out_.path, negative_dims_ops_, negative_dims_first_, negative_dims_line_));
     if (!foreign_.empty()) {
       int64_t n = 0;
       std::string list;
@@ -801,19 +812,7 @@ class KinetoSax {
         }
         break;
       case Where::args:
-        switch (key_) {
-          case Key::device: ev_.device.set_num(n); break;
-          case Key::stream: ev_.stream.set_num(n); break;
-          case Key::correlation: ev_.correlation.set_num(n); break;
-          case Key::event: ev_.event.set_num(n); break;
-          case Key::wait_on_stream: ev_.wait_on_stream.set_num(n); break;
-          case Key::wait_record_corr: ev_.wait_record_corr.set_num(n); break;
-          case Key::in_nelems: ev_.in_nelems.set_num(n); break;
-          case Key::out_nelems: ev_.out_nelems.set_num(n); break;
-          case Key::group_size: ev_.group_size.set_num(n); break;
-          case Key::seq: ev_.seq.set_num(n); break;
-          default: break;
-        }
+        if (IntField* f = args_int(key_)) f->set_num(n);
         break;
       case Where::dims_elem: {
         IntField f;
@@ -905,6 +904,23 @@ class KinetoSax {
     return false;
   }
 
+  /// The integer field an args key fills (device, stream, correlation, ...), or null.
+  IntField* args_int(Key k) {
+    switch (k) {
+      case Key::device: return &ev_.device;
+      case Key::stream: return &ev_.stream;
+      case Key::correlation: return &ev_.correlation;
+      case Key::event: return &ev_.event;
+      case Key::wait_on_stream: return &ev_.wait_on_stream;
+      case Key::wait_record_corr: return &ev_.wait_record_corr;
+      case Key::in_nelems: return &ev_.in_nelems;
+      case Key::out_nelems: return &ev_.out_nelems;
+      case Key::group_size: return &ev_.group_size;
+      case Key::seq: return &ev_.seq;
+      default: return nullptr;
+    }
+  }
+
   void finish_event() {
     const std::string& cat = ev_.cat;
     if (ev_.ph == "X") {
@@ -924,8 +940,8 @@ class KinetoSax {
         op.name = out_.strings.intern(ev_.name);
         op.thread = thread_id();
         int64_t dev = ev_.device.get_or(-1);
-        if (dev < std::numeric_limits<int32_t>::min() || dev > std::numeric_limits<int32_t>::max())
-          fail(fmt::format("key \"args.device\" of {} must be a device index, found {}", event_text(), dev));
+        if (ev_.device.state == IntField::ok && (dev < 0 || dev > std::numeric_limits<int32_t>::max()))
+          fail(fmt::format("key \"args.device\" of {} must be a device index (0 or more), found {}", event_text(), dev));
         op.device = static_cast<int32_t>(dev);
         op.has_stream = ev_.stream.state == IntField::ok;
         op.stream = ev_.stream.get_or(-1);
@@ -979,6 +995,10 @@ class KinetoSax {
           out_.inputs.push_back(in);
         }
         out_.dims.insert(out_.dims.end(), ev_.dims.begin(), ev_.dims.end());
+        if (std::any_of(ev_.dims.begin(), ev_.dims.end(), [](int64_t d) { return d < 0; }) && negative_dims_ops_++ == 0) {
+          negative_dims_first_ = event_text();
+          negative_dims_line_ = src_.line();
+        }
         out_.cpu_ops.push_back(op);
         return;
       }
@@ -1085,6 +1105,9 @@ class KinetoSax {
   int depth_ = 0;
   Key key_ = Key::other;
   EventBuf ev_;
+  int64_t negative_dims_ops_ = 0;  ///< CPU ops with a negative Input Dims entry (warned once)
+  std::string negative_dims_first_;
+  int64_t negative_dims_line_ = 0;
   std::string skip_key_;
   std::vector<Flow> flows_;
   std::map<std::string, int64_t> foreign_;

@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <numeric>
-#include <regex>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -35,6 +34,7 @@ CollectiveScale parse_collective_scale(const std::string& text) {
   }
   if (!(s.factor > 0) || !std::isfinite(s.factor))
     throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR must be > 0", text));
+  s.re = hw::NamePattern::compile(s.pattern, fmt::format("--scale-collective '{}'", text));
   return s;
 }
 
@@ -511,17 +511,13 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
   // 1. Rescale collectives.
   for (const auto& sc : opt.scale) {
     if (sc.rank >= 0 && sc.rank != rank) continue;
-    std::regex re;
-    try {
-      re = std::regex(sc.pattern, std::regex::ECMAScript | std::regex::icase);
-    } catch (const std::regex_error& e) {
-      throw std::invalid_argument(fmt::format("--scale-collective: invalid regex '{}': {}", sc.pattern, e.what()));
-    }
+    const hw::NamePattern re = sc.re.empty() ? hw::NamePattern::compile(sc.pattern, "--scale-collective") : sc.re;
     std::unordered_map<uint32_t, bool> match;
     for (auto& nd : g.nodes) {
+      if (!is_comm(nd)) continue;  // a collective's rescale: compute and copies keep their time
       uint32_t nm = file.gpu_ops[tl.ops[nd.op].gpu].name;
       auto it = match.find(nm);
-      if (it == match.end()) it = match.emplace(nm, bounded_search(name_of(nd), re)).first;
+      if (it == match.end()) it = match.emplace(nm, re.search(name_of(nd))).first;
       if (it->second) {
         nd.dur_us *= sc.factor;
         nd.tail_us *= sc.factor;
@@ -533,12 +529,7 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
   // 2. Fuse GEMM + the all-reduce that follows it on its stream.
   if (opt.fuse_gemm_ar) {
     if (!opt.gemm_ar_predictor) throw std::runtime_error("--fuse-gemm-ar needs a GEMM+all-reduce predictor");
-    std::regex ar;
-    try {
-      ar = std::regex(opt.allreduce_regex, std::regex::ECMAScript | std::regex::icase);
-    } catch (const std::regex_error& e) {
-      throw std::invalid_argument(fmt::format("--allreduce-regex: invalid regex '{}': {}", opt.allreduce_regex, e.what()));
-    }
+    const hw::NamePattern ar = hw::NamePattern::compile(opt.allreduce_regex, "--allreduce-regex");
     int gemm_cat = tl.table->find("gemm");
     std::unordered_map<int64_t, int> prev_on_stream;
     std::vector<int> prev(n, -1);
@@ -554,7 +545,7 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
     }
     for (size_t i = 0; i < n; ++i) {
       auto& c = g.nodes[i];
-      if (!is_comm(c) || !bounded_search(name_of(c), ar) || prev[i] < 0) continue;
+      if (!is_comm(c) || !ar.search(name_of(c)) || prev[i] < 0) continue;
       const auto& p = tl.ops[g.nodes[static_cast<size_t>(prev[i])].op];
       if (p.category != gemm_cat) continue;
       if (p.shape < 0) {
@@ -829,6 +820,12 @@ double charge_sm_sharing(ReplayGraph& g, const RankTimeline& tl, const std::vect
 WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& table,
                     const AnalyzeOptions& aopt, const WhatIfOptions& opt, const std::string& path) {
   selected_phases(opt.window);
+  // Every pattern is checked before any window is looked at (an invalid one used to pass unseen when
+  // no window was replayed).
+  hw::NamePattern::compile(opt.allreduce_regex, "--allreduce-regex");
+  for (const auto& sc : opt.scale)
+    if (sc.re.empty()) hw::NamePattern::compile(sc.pattern, "--scale-collective");
+  (void)StepMatcher(aopt.step_regex);
   require_gpu_events(files, "replay");
   WhatIfReport rep;
   rep.path = path;

@@ -53,8 +53,8 @@ const models::CaseFields<AfdCase>& afd_fields() {
                                                  "off, dispatch or combine (charged by models::gemm_beside)")
                  .one_of({"off", "dispatch", "combine"}),
              &C::overlap_ffn_gemm),
-       field(CaseParam::integer64("ffn_gemm_n", "overlap: the expert GEMM's N (output columns, required with overlap_ffn_gemm)").at_least(0), &C::ffn_gemm_n),
-       field(CaseParam::integer64("ffn_gemm_m", "overlap: the expert GEMM's M (0: the rows routed to the FFN rank)").at_least(0), &C::ffn_gemm_m),
+       field(CaseParam::integer64("ffn_gemm_n", "overlap: the expert GEMM's N (output columns, required with overlap_ffn_gemm)").at_least(0).at_most(double(CaseParam::kMaxDimension)), &C::ffn_gemm_n),
+       field(CaseParam::integer64("ffn_gemm_m", "overlap: the expert GEMM's M (0: the rows routed to the FFN rank)").at_least(0).at_most(double(CaseParam::kMaxDimension)), &C::ffn_gemm_m),
        field(CaseParam::integer("ffn_gemm_tile_m", "overlap: the GEMM tile along N").at_least(1), &C::ffn_gemm_tile_m),
        field(CaseParam::integer("ffn_gemm_tile_n", "overlap: the GEMM tile along M").at_least(1), &C::ffn_gemm_tile_n),
        field(CaseParam::integer("ffn_gemm_cluster", "overlap: GEMM CTAs per cluster").at_least(1), &C::ffn_gemm_cluster),

@@ -112,8 +112,8 @@ const CaseFields<CollectiveConfig>& collective_fields() {
                  .required()
                  .tunable(),
              &C::backend),
-       field(CaseParam::integer64("m", "rows of the full tensor [m, n] (not padded)").at_least(1).required(), &C::m),
-       field(CaseParam::integer64("n", "columns of the tensor").at_least(1), &C::n),
+       field(CaseParam::dimension("m", "rows of the full tensor [m, n] (not padded)").required(), &C::m),
+       field(CaseParam::dimension("n", "columns of the tensor"), &C::n),
        field(CaseParam::integer("world_size", "ranks on the mesh: 2, 4 or 8"), &C::world_size),
        field(CaseParam::name("dtype", "element type on the wire: bf16, or fp8 (e4m3 + an fp32 scale per row)").one_of({"bf16", "fp8"}), &C::dtype),
        field(CaseParam::name("stage", "auto (the backend's rule), 1 or 2 (LSA 1-/2-stage, aiter one-/two-shot)").one_of({"auto", "1", "2"}).tunable(), &C::stage),

@@ -153,6 +153,10 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
   if (c.world_size > hw.gpus())
     bad("world_size", fmt::format("{} ranks but the hardware file '{}' has {} GPUs", c.world_size, hw.name(), hw.gpus()));
   if (c.m < 1) bad("m", fmt::format("M must be >= 1, got {}", c.m));
+  // The schema bounds a scenario's dimensions (CaseParam::dimension); the command lines (breakeven,
+  // tune, trace whatif --fuse-gemm-ar) build configs directly, so the bound is checked here too.
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"m", c.m}, {"n", c.n}, {"k", c.k}})
+    if (v > CaseParam::kMaxDimension) bad(key, fmt::format("{} must be at most 2^31 = {}, got {}", key, CaseParam::kMaxDimension, v));
   if (c.n < 1 || c.n % 8 != 0) bad("n", fmt::format("N must be a positive multiple of 8, got {}", c.n));
   if (c.k < 256) bad("k", fmt::format("K must be >= 256 (two 128-deep K blocks), got {}", c.k));
   if (c.k % kBlockK != 0) bad("k", fmt::format("K must be a multiple of {}, got {}", kBlockK, c.k));
@@ -805,9 +809,9 @@ const CaseFields<GemmArConfig>& gemm_ar_fields() {
                  .one_of({"gemm-only", "split-sdma", "fused-sdma", "split-lsa", "fused-lsa", "rccl"})
                  .tunable({"gemm-only"}),  // gemm-only does no all-reduce: not a setting of the same call
              &C::mode),
-       field(CaseParam::integer64("m", "rows of C, the tokens of the call").required(), &C::m),
-       field(CaseParam::integer64("n", "columns of C (the hidden size)"), &C::n),
-       field(CaseParam::integer64("k", "the reduction dimension (>= 256, a multiple of 128)"), &C::k),
+       field(CaseParam::dimension("m", "rows of C, the tokens of the call").required(), &C::m),
+       field(CaseParam::dimension("n", "columns of C (the hidden size)"), &C::n),
+       field(CaseParam::dimension("k", "the reduction dimension (>= 256, a multiple of 128)"), &C::k),
        field(CaseParam::integer("world_size", "tensor-parallel ranks: 2, 4 or 8; 1 for gemm-only in one process"), &C::world_size),
        field(CaseParam::name("quant", "blockscale (BLOCK_M 128), ptpc or mxfp8 (BLOCK_M 256)"), &C::quant),
        field(CaseParam::name("gemm_build", "the GEMM kernel build whose costs apply: default (the hw file's gemm.*) or a build of gemm@BUILD"), &C::gemm_build),

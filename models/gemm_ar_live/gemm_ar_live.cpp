@@ -346,9 +346,9 @@ const CaseFields<LiveConfig>& live_fields() {
   static const CaseFields<C> f{
       "gemm_ar_live",
       {field(CaseParam::name("mode", "gemm-only, split, overlapped or lsa"), &C::mode),
-       field(CaseParam::integer64("m", "rows of C"), &C::m),
-       field(CaseParam::integer64("n", "columns of C"), &C::n),
-       field(CaseParam::integer64("k", "the reduction dimension"), &C::k),
+       field(CaseParam::dimension("m", "rows of C"), &C::m),
+       field(CaseParam::dimension("n", "columns of C"), &C::n),
+       field(CaseParam::dimension("k", "the reduction dimension"), &C::k),
        field(CaseParam::integer("world_size", "GPUs of the pair (2)"), &C::world_size),
        field(CaseParam::integer("bands", "overlapped: GEMM row bands over M (a multiple of world_size)"), &C::bands),
        field(CaseParam::integer("reduce_blocks", "the reduce's grid (0: 2 x SMs); accepted, not modelled").unreported(), &C::reduce_blocks),

@@ -13,7 +13,7 @@ namespace {
 /// Each probe's parameters (the probe's own schema, named "<probe> probe" in messages).
 const std::map<std::string, CaseSchema>& probe_schemas() {
   auto size = [] { return CaseParam::number("size_bytes", "bytes moved").required().above(0); };
-  auto dim = [](const char* k) { return CaseParam::integer64(k, "a GEMM dimension").required().at_least(1); };
+  auto dim = [](const char* k) { return CaseParam::dimension(k, "a GEMM dimension").required(); };
   auto probe = [] { return CaseParam::name("probe", "the probe"); };
   static const std::map<std::string, CaseSchema> s{
       {"peer_copy",

@@ -19,7 +19,7 @@ using hw::Quantity;
 constexpr double T = 1e12;
 
 const CaseSchema& schema() {
-  auto dim = [](const char* k, const char* what) { return CaseParam::integer64(k, what).required().at_least(1); };
+  auto dim = [](const char* k, const char* what) { return CaseParam::dimension(k, what).required(); };
   static const CaseSchema s(
       "sm_sharing",
       {dim("m", "GEMM M"), dim("n", "GEMM N"), dim("k", "GEMM K"),

@@ -25,9 +25,9 @@ const CaseSchema& ttft_case_schema() {
            .required()
            .expecting("a mapping of gemm_ar parameters"),
        CaseParam::mapping("fused", "gemm_ar parameters of the fused layer, without m").required().expecting("a mapping of gemm_ar parameters"),
-       CaseParam::integer64("prompt_tokens", "tokens per request").required().at_least(1).expecting("a whole number >= 1"),
-       CaseParam::integer64("batch", "requests in the batch").required().at_least(1).expecting("a whole number >= 1"),
-       CaseParam::integer64("chunk_tokens", "chunked-prefill size (M of each call)").required().at_least(1).expecting("a whole number >= 1"),
+       CaseParam::dimension("prompt_tokens", "tokens per request").required(),
+       CaseParam::dimension("batch", "requests in the batch").required(),
+       CaseParam::dimension("chunk_tokens", "chunked-prefill size (M of each call)").required(),
        CaseParam::node("layers", "layers that run the fused op per chunk (> 0), or {fit: NAME} of the scenario's layer_fits").required(),
        CaseParam::number("ttft_base_ms", "the measured baseline TTFT (ms)").required().above(0)}};
   return schema;

@@ -128,23 +128,42 @@ TEST(TraceAnalyze, CategoryRulesCoverTrainingAndRocmFamilies) {
   EXPECT_EQ(cat("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int)"), "elementwise/pooling");
 }
 
-// A name is matched by the rules on its first kMaxRegexNameBytes bytes only: a 40 KB name is
-// classified (by its front) within the time of a short one, without running std::regex's
-// recursive backtracking over 40 KB (which overflowed the stack).
-TEST(TraceAnalyze, LongNamesAreClassifiedByTheirFront) {
+// Names of any length are matched whole, in linear time (RE2, hw::NamePattern; std::regex's
+// recursive backtracking overflowed the stack on a 40 KB name, so rules used to see the first 4096
+// bytes only): a family marker past 40 KB is found, a custom step pattern runs on a 40 KB name.
+TEST(TraceAnalyze, LongNamesAreMatchedWhole) {
   auto t = CategoryTable::builtin();
   std::string name = "void cutlass::Kernel2<" + std::string(40000, 'x') + ">";
   auto c = t.classify(name, GpuOpKind::kernel);
   EXPECT_EQ(t.category(c.category).name, "gemm");
-  EXPECT_EQ(t.gemm_rule("aten::mm" + std::string(40000, ' ')), nullptr);  // over the bound: never a GEMM op
+  auto late = t.classify("void k<" + std::string(40000, 'x') + ">ncclDevKernel_AllReduce", GpuOpKind::kernel);
+  EXPECT_EQ(t.category(late.category).name, "communication");
+  EXPECT_EQ(t.gemm_rule("aten::mm" + std::string(40000, ' ')), nullptr);  // full match: trailing text is not aten::mm
   StepMatcher dflt(R"(ProfilerStep#\d+)");
   EXPECT_TRUE(dflt.scanner());
-  EXPECT_TRUE(dflt.match("ProfilerStep#" + std::string(40000, '7')));  // the scanner has no bound
+  EXPECT_TRUE(dflt.match("ProfilerStep#" + std::string(40000, '7')));
   EXPECT_FALSE(dflt.match("ProfilerStep#12a"));
   StepMatcher custom(R"(Step \d+)");
   EXPECT_FALSE(custom.scanner());
   EXPECT_TRUE(custom.match("Step 12"));
-  EXPECT_FALSE(custom.match("Step " + std::string(40000, '7')));  // longer than the bound: not tried
+  EXPECT_TRUE(custom.match("Step " + std::string(40000, '7')));
+  EXPECT_FALSE(custom.match("step 12"));  // step patterns are case-sensitive
+}
+
+// The built-in table's one exclusion (FBGEMM's namespace says "gemm"): an `unless` pattern, since RE2
+// has no lookahead; a user rule with a lookahead is refused with the file and line.
+TEST(TraceAnalyze, UnlessExcludesWhatALookaheadWould) {
+  auto t = CategoryTable::builtin();
+  auto cat = [&](const std::string& n) { return t.category(t.classify(n, GpuOpKind::kernel).category).name; };
+  EXPECT_EQ(cat("void fbgemm_gpu::reorder_batched_ad_indices_kernel<float>"), "embedding");
+  EXPECT_EQ(cat("void fbgemm_gpu::f8f8bf16_rowwise_gemm<...>"), "gemm");
+  try {
+    t.prepend_user_rules("rules:\n  - {category: gemm, pattern: 'x(?!y)'}\n", "user.yaml");
+    FAIL() << "a lookahead was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("user.yaml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("invalid regex"), std::string::npos) << e.what();
+  }
 }
 
 // Dims whose product leaves int64 (3037000500^2 > 2^63) make no GEMM shape instead of undefined

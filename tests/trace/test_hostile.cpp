@@ -94,6 +94,34 @@ TEST(TraceHostile, NumbersOutOfRangeAreRefusedWithTheirKey) {
   }
 }
 
+// An integer key holding an array or an object, and a negative device index, are refused with the
+// key (they were skipped as if absent: the stream fell back to the thread id); a negative size in
+// Input Dims is named in a warning (it takes no GEMM shape) instead of being dropped silently.
+TEST(TraceHostile, MistypedStreamsDevicesAndDimsAreNamed) {
+  TempDir d;
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": [1, 2]}})", {"key \"args.stream\"", "an array"}},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7, "correlation": {"a": 1}}})",
+       {"key \"args.correlation\"", "an object"}},
+      {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7, "device": -1}})",
+       {"key \"args.device\"", "device index (0 or more), found -1"}},
+  };
+  for (const auto& [event, parts] : cases) {
+    SCOPED_TRACE(event);
+    write_text(d.file("t.json"), trace_of(std::string(kKernel) + ",\n" + event));
+    auto r = run({"trace", "analyze", d.file("t.json")});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.err.find(d.file("t.json")), std::string::npos) << r.err;
+    for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
+  }
+  write_text(d.file("dims.json"), trace_of(std::string(kKernel) + ",\n" +
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"Input Dims": [[-4, 8], [8, 16]]}})"));
+  auto w = run({"trace", "analyze", d.file("dims.json")});
+  EXPECT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE((w.out + w.err).find("1 CPU operator(s) carry a negative size in \"Input Dims\""), std::string::npos) << w.out << w.err;
+  EXPECT_NE((w.out + w.err).find("aten::mm"), std::string::npos);
+}
+
 TEST(TraceHostile, ATruncatedOrMalformedFileIsNamed) {
   TempDir d;
   std::string text = trace_of(std::string(kKernel) + ",\n" + kKernel);
@@ -116,7 +144,7 @@ TEST(TraceHostile, DuplicateRanksAndForeignAcceleratorsAreNamed) {
 }
 
 // A 40 KB step annotation (it overflowed std::regex's recursion) and a 40 KB kernel name are
-// handled: the default step pattern is scanned by hand, rules see a name's first 4096 bytes.
+// handled: the default step pattern is scanned by hand, every other pattern runs in RE2 (linear).
 TEST(TraceHostile, FortyKilobyteNamesAreHandled) {
   TempDir d;
   const std::string step = "ProfilerStep#" + std::string(40000, '9');
@@ -133,14 +161,43 @@ TEST(TraceHostile, FortyKilobyteNamesAreHandled) {
   EXPECT_EQ(j["ranks"][0]["windows"].size(), 1u);
   EXPECT_EQ(j["ranks"][0]["windows"][0]["gpu_events"], 1);
   EXPECT_EQ(j["ranks"][0]["phases"].back()["categories"].count("gemm"), 1u);
-  // A user pattern is not run on names over the bound, and says so.
-  auto u = run({"trace", "analyze", d.file("names.json"), "--step-regex", "ProfilerStep#[0-9]*9"});
+  // A user pattern runs on the whole 40 KB name and finds the step.
+  auto u = run({"trace", "analyze", d.file("names.json"), "--step-regex", "ProfilerStep#[0-9]*9", "--format", "json"});
   EXPECT_EQ(u.exit_code, 0) << u.err;
   EXPECT_LT(u.seconds, fusesim::test::time_limit_s(1.0));
-  EXPECT_NE(u.out.find("longer than 4096 bytes were not tried against --step-regex"), std::string::npos) << u.out;
+  EXPECT_EQ(nlohmann::json::parse(u.out)["ranks"][0]["windows"].size(), 1u) << u.out;
   auto w = run({"trace", "whatif", d.file("names.json"), "--window", "steps"});
   EXPECT_EQ(w.exit_code, 0) << w.err;
   EXPECT_LT(w.seconds, fusesim::test::time_limit_s(1.0));
+}
+
+// A pattern that backtracks exponentially in std::regex ((a*)*b: 30 'a's did not finish in 10 minutes)
+// against a 2 MB collective name ends at once; --scale-collective leaves compute kernels alone; an
+// invalid pattern is refused before any window is looked at, also when no window would be replayed.
+TEST(TraceHostile, CatastrophicPatternsOnHugeNamesEndAtOnce) {
+  TempDir d;
+  const std::string comm = "ncclDevKernel_AllReduce_" + std::string(2 << 20, 'a');
+  write_text(d.file("big.json"), trace_of(fmt::format(
+      R"({{"ph": "X", "cat": "kernel", "name": "nvjet_gemm", "ts": 0, "dur": 30, "args": {{"stream": 7}}}},
+{{"ph": "X", "cat": "kernel", "name": "{}", "ts": 40, "dur": 20, "args": {{"stream": 7}}}})",
+      comm)));
+  auto w = run({"trace", "whatif", d.file("big.json"), "--window", "all", "--scale-collective", "(a*)*b=2",
+                "--scale-collective", "(a*)*$=3", "--format", "json"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_LT(w.seconds, fusesim::test::time_limit_s(5.0));
+  EXPECT_EQ(nlohmann::json::parse(w.out)["changes"]["events_rescaled"], 1) << w.out;  // (a*)*$ matches the collective only
+  auto g = run({"trace", "whatif", d.file("big.json"), "--window", "all", "--scale-collective", "gemm=2", "--format", "json"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["changes"]["events_rescaled"], 0) << g.out;  // nvjet_gemm is compute
+  for (const std::string bad : {"(=2", "x(?!y)=2", "(a)\\1=2"}) {
+    auto r = run({"trace", "whatif", d.file("big.json"), "--window", "prefill", "--scale-collective", bad});
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.err.find("invalid regex"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--scale-collective"), std::string::npos) << r.err;
+  }
+  auto ar = run({"trace", "whatif", d.file("big.json"), "--window", "prefill", "--allreduce-regex", "[a-"});
+  EXPECT_EQ(ar.exit_code, 1);
+  EXPECT_NE(ar.err.find("--allreduce-regex"), std::string::npos) << ar.err;
 }
 
 // Two replays of a trace spanning 1e7 s in one process (the second one used to wrap SystemC's
