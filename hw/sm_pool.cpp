@@ -287,9 +287,12 @@ namespace {
 struct PersistentRun {
   GpcPool& pool;
   PersistentGemm k;
-  std::function<void(int, int)> on_done;
+  std::function<void(int, int, bool)> on_done;
   int tiles_left = 0, not_started = 0, running = 0, exited = 0, slots_at_launch = 0, late = 0;
   bool launched = false, finished = false, waiting = false;
+  int whole_wave_drains = 0;      // 0 or 1: the whole-wave wait was charged
+  bool resident_drained = false;  // the CTAs resident at launch have all exited once (the first drain)
+  double first_exit_s = -1;       // when the first CTA found the hand-out empty (-1: none yet)
   std::vector<std::pair<int, int>> exited_clusters;  // (gpc, CTAs) whose CTAs all exited, slots not yet back
 
   void launch(const std::shared_ptr<PersistentRun>& self) {
@@ -327,21 +330,35 @@ struct PersistentRun {
     }
     --running;
     ++exited;
+    const double now = pool.sim().now();
+    if (first_exit_s < 0) first_exit_s = now;
     if (--*left == 0) exited_clusters.emplace_back(g, c);
     if (running == 0) {  // the resident CTAs have drained: their slots go back, late clusters start
       auto back = std::move(exited_clusters);
       exited_clusters.clear();
-      for (auto& [gg, cc] : back) pool.give_cluster(gg, cc);
+      // The whole-wave drain (header): the first drain of a persistent grid with late clusters waiting,
+      // every resident CTA having found the hand-out empty at this same instant.
+      const bool whole_wave = k.whole_wave_drain_wait && !resident_drained && not_started > 0 && k.tiles > k.grid &&
+                              first_exit_s == now;
+      resident_drained = true;
+      if (whole_wave) {
+        ++whole_wave_drains;
+        pool.sim().after(k.tile_time_s(k.grid), [self, back] {
+          for (auto& [gg, cc] : back) self->pool.give_cluster(gg, cc);
+        });
+      } else {
+        for (auto& [gg, cc] : back) pool.give_cluster(gg, cc);
+      }
     }
     if (exited == k.grid && !finished) {
       finished = true;
-      on_done(slots_at_launch, late);
+      on_done(slots_at_launch, late, whole_wave_drains > 0);
     }
   }
 };
 }  // namespace
 
-void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int, int)> on_done) {
+void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int, int, bool)> on_done) {
   if (k.tiles < 1 || k.grid < 1 || k.cluster < 1)
     throw std::invalid_argument("run_persistent(" + k.label + "): tiles, grid and cluster must be >= 1");
   int biggest = 0;

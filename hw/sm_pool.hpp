@@ -169,15 +169,44 @@ class GpcPool {
  * drain's last partial wave is the form rounds 1-2 of calibrate/data/h200/ fit, not read from cuBLASLt's
  * scheduler. A tile lasts tile_time_s(n) for the n CTAs running when it starts. With S slots free for the
  * whole run and equal tiles this gives ceil((tiles - L) / S) + ceil(L / S) tile times, L = grid - S
- * (the late-CTA rule of round 2, now an engine mechanism). Result via on_done(slots at launch, CTAs that
- * started late). Errors: std::invalid_argument for tiles, grid or cluster < 1, or a cluster larger than
- * every GPC.
+ * (the late-CTA rule of round 2, now an engine mechanism), plus the whole-wave wait below.
+ *
+ * The whole-wave drain wait (round 6 of issue 19; `whole_wave_drain_wait`, on by default): when the CTAs
+ * resident at launch of a PERSISTENT grid (tiles > grid) drain for the first time with late clusters
+ * still waiting, and every one of them found the tile hand-out empty at the same instant (the drain ends
+ * on a whole wave: no slot idled in its last wave), their SMs go back one tile time later,
+ * tile_time_s(grid) (the tile as the whole grid runs it alone, i.e. alone time / ceil(tiles / grid)), so
+ * the late clusters start one tile time after the drain. With S slots and equal tiles this is exactly the
+ * case (tiles - L) mod S == 0, equivalently (tiles - grid) mod S == 0, and the kernel then takes
+ * (tiles - L) / S + ceil(L / S) + 1 tile times.
+ * What it is: an EMPIRICAL rule. It was formed on the only misses of rounds 3-4 (1536x6144x8192 beside
+ * B = 4 and 8 blocks: 256 tiles, 124 slots, 8 late CTAs, the drain of 248 tiles two whole waves; the GPU
+ * took 4 tile times, the round-3 rule 3), pre-registered in round 5 (smshare_predictions_r5.json, not the
+ * model then) and confirmed there within +0.24 .. +0.88% at all 6 whole-wave points, one of them on an
+ * nvjet kernel not seen before (256x128 1x2); rounds 1-5 hold no whole-wave point at another (tiles, S, L).
+ * Bounds: persistent grids only. A grid of one tile per CTA (tiles <= grid: 2048x2048x8192 and
+ * 1024x4096x8192, 128 tiles on grid 128) drains a whole wave at every B that leaves it late CTAs and took
+ * the round-3 rule's 2 tile times there, never 3, so the rule does not apply to it. It is charged once, at
+ * the first drain (a later batch of late CTAs, when L > S, gets no wait: 4096x4096x4096 beside 66 blocks
+ * took fewer tile times than the engine gives even without it). A drain whose last wave leaves even one
+ * cluster slot idle gets no wait (2560x5120x8192 beside 6 blocks: 370 = 2 x 124 + 122, measured 4 tile
+ * times, the round-3 rule's count).
+ * What it is not: a mechanism read from cuBLASLt. Why the GPU loses a tile time there is unidentified:
+ * not the cluster slots (run 9's residency probe counted the engine's 124), not a static per-CTA tile
+ * list, not an atomic-counter hand-out (run 9's emulations of both take other counts); that it is a tail
+ * effect of the library's dynamic hand-out when every slot asks for its next tile at the same instant is
+ * a reading the data allows, not one it shows.
+ * Result via on_done(slots at launch, CTAs that started late, whether the whole-wave wait was charged).
+ * Errors: std::invalid_argument for tiles, grid or cluster < 1, or a cluster larger than every GPC.
  */
 struct PersistentGemm {
   int tiles = 0, grid = 0, cluster = 1;
   std::function<double(int running)> tile_time_s;
   std::string label;
+  /// The whole-wave drain wait above (false: the round-3..5 engine, for comparison and tests).
+  bool whole_wave_drain_wait = true;
 };
-void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int slots_at_launch, int late_ctas)> on_done);
+void run_persistent(GpcPool& pool, const PersistentGemm& k,
+                    std::function<void(int slots_at_launch, int late_ctas, bool whole_wave_drain)> on_done);
 
 }  // namespace fusesim::hw

@@ -99,8 +99,8 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
 
 namespace {
 /// One engine run of the GEMM on a fresh GpcPool, the neighbour's SMs `held` (empty: alone) for
-/// hold_s; tile_time(n) per tile. Returns (end time s, slots at launch, late CTAs).
-std::tuple<double, int, int> persistent_run(const SmShareMachine& m, const GemmOnSms& g, const std::vector<int>& held,
+/// hold_s; tile_time(n) per tile. Returns (end time s, slots at launch, late CTAs, whole-wave wait charged).
+std::tuple<double, int, int, bool> persistent_run(const SmShareMachine& m, const GemmOnSms& g, const std::vector<int>& held,
                                             double hold_s, const std::function<double(int)>& tile_time,
                                             sim::TraceSink* trace) {
   sim::Simulation sim;
@@ -118,13 +118,15 @@ std::tuple<double, int, int> persistent_run(const SmShareMachine& m, const GemmO
   pg.tile_time_s = tile_time;
   double t_end = 0;
   int slots = 0, late = 0;
-  hw::run_persistent(pool, pg, [&](int s, int l) {
+  bool whole = false;
+  hw::run_persistent(pool, pg, [&](int s, int l, bool w) {
     t_end = sim.now();
     slots = s;
     late = l;
+    whole = w;
   });
   sim.run();
-  return {t_end, slots, late};
+  return {t_end, slots, late, whole};
 }
 }  // namespace
 
@@ -172,19 +174,21 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     if (!hw::can_share(m.limits, nb.block, 1, g.block)) held = hw::dispatch_placement(m.map, nb.blocks);
   }
   r.held_sms = int(held.size());
-  const auto [t_alone, s_alone, l_alone] = persistent_run(m, g, {}, 0, tile_time, held.empty() ? trace : nullptr);
+  const auto [t_alone, s_alone, l_alone, w_alone] = persistent_run(m, g, {}, 0, tile_time, held.empty() ? trace : nullptr);
   r.alone_s = alone_s;
   const double scale = alone_s / t_alone;
   if (held.empty()) {
     r.beside_s = alone_s;
     r.slots_at_launch = std::min(g.grid, s_alone);
     r.late_ctas = l_alone;
+    r.whole_wave_drain = w_alone;
     return r;
   }
-  const auto [t_b, slots, late] = persistent_run(m, g, held, nb.length_s / scale, tile_time, trace);
+  const auto [t_b, slots, late, whole] = persistent_run(m, g, held, nb.length_s / scale, tile_time, trace);
   r.beside_s = t_b * scale;
   r.slots_at_launch = slots;
   r.late_ctas = late;
+  r.whole_wave_drain = whole;
   return r;
 }
 
@@ -217,7 +221,8 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   const double t = r.beside_s * r.stretch;
   std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
   return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"tiles", tiles}, {"cta_slots", r.slots_at_launch},
-          {"late_ctas", r.late_ctas}, {"hbm_stretch", r.stretch}, {"alone_us", alone * 1e6}, {"rule", "round 3 (engine)"},
+          {"late_ctas", r.late_ctas}, {"whole_wave_drain", r.whole_wave_drain}, {"hbm_stretch", r.stretch},
+          {"alone_us", alone * 1e6}, {"rule", "round 3 (engine; round 6: the whole-wave drain wait)"},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace

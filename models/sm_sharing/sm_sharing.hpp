@@ -70,6 +70,8 @@ struct SmNeighbour {
 struct BesideResult {
   double alone_s = 0, beside_s = 0, stretch = 1;
   int slots_at_launch = 0, late_ctas = 0, held_sms = 0;
+  /// The engine charged the whole-wave drain wait (hw::PersistentGemm, round 6): one tile time more.
+  bool whole_wave_drain = false;
   double hbm_u = 0;  ///< the neighbour's HBM rate / HBM capacity
   /// The GEMM's time beside over its time alone (SM pool x HBM stretch).
   double slowdown() const { return beside_s / alone_s * stretch; }
@@ -80,7 +82,9 @@ struct BesideResult {
  * model (run_sm_sharing_case) and `fusesim trace whatif --comm-stream`'s SM-sharing charge: the
  * neighbour's blocks land on hw::dispatch_placement over the machine's sm_map and hold those SMs
  * (unless a GEMM block fits beside one of its blocks, hw::can_share) for nb.length_s; the GEMM runs as
- * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, late CTAs keep one tile each), a
+ * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, late CTAs keep one tile each; the
+ * late clusters start one tile time later when the first drain of a persistent grid ends on a whole wave,
+ * the empirical whole-wave drain wait of round 6 documented at hw::PersistentGemm), a
  * tile started with n CTAs running lasting c / r(n), r(n) the machine's tile-rate line capped at
  * smshare.tile_rate_max where the file gives it (SmSharingHw::tile_rate: the GEMM planned for 4..16 SMs
  * alone runs at 1.13-1.18 x its rate at 132 CTAs, not the line's 1.25; round 5) and c such that
@@ -123,12 +127,12 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
  * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
  * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one
- * tile each), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
+ * tile each, the whole-wave drain wait of round 6), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
  * SmSharingHw::tile_rate: the line capped at smshare.tile_rate_max where the file gives it, round 5); a copy
  * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
  * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
  * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves; round 3:
- * late_ctas, rule).
+ * late_ctas, whole_wave_drain, rule).
  * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks; round 2:
  * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover; round 3: a
  * machine without the sm_map table or, for a copy neighbour, without smshare.hbm_queue_kappa).

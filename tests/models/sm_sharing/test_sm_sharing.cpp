@@ -1,6 +1,7 @@
 // The sm_sharing model and the SM pool (hw/sm_pool.hpp) on tests/models/sm_sharing/minimal-hw.yaml
 // (8 SMs = 4 TPCs, r(n) = 10 - n TFLOP/s per SM, HBM 1 TB/s). Times derived by hand below.
 #include <algorithm>
+#include <functional>
 
 #include <gtest/gtest.h>
 
@@ -125,7 +126,9 @@ hw::SmMap tiny_map() {
   }
   return hw::SmMap::from_rows(rows, "tiny");
 }
-double persistent_us(const hw::SmMap& map, const std::vector<int>& held, int tiles, int grid, int cluster) {
+double persistent_us(const hw::SmMap& map, const std::vector<int>& held, int tiles, int grid, int cluster,
+                     bool whole_wave_wait = true, bool* whole_wave = nullptr,
+                     std::function<double(int)> tile_time_s = [](int) { return 1e-6; }) {
   sim::Simulation sim;
   hw::GpcPool pool(sim, map);
   if (!held.empty()) pool.hold(held, "holder");
@@ -134,9 +137,13 @@ double persistent_us(const hw::SmMap& map, const std::vector<int>& held, int til
   k.grid = grid;
   k.cluster = cluster;
   k.label = "gemm";
-  k.tile_time_s = [](int) { return 1e-6; };
+  k.tile_time_s = std::move(tile_time_s);
+  k.whole_wave_drain_wait = whole_wave_wait;
   double end = -1;
-  hw::run_persistent(pool, k, [&](int, int) { end = sim.now(); });
+  hw::run_persistent(pool, k, [&](int, int, bool w) {
+    end = sim.now();
+    if (whole_wave) *whole_wave = w;
+  });
   sim.run();
   return end * 1e6;
 }
@@ -194,13 +201,17 @@ TEST(SmMapRound3, PersistentGemmLateCtasKeepOneTileEach) {
   const hw::SmMap m = tiny_map();
   // Alone: 20 tiles over 8 CTAs, 1 us each: ceil(20 / 8) = 3 us.
   EXPECT_NEAR(persistent_us(m, {}, 20, 8, 2), 3.0, 1e-9);
-  // SM 5 held: 6 slots, L = 2 late CTAs: the resident 6 drain 18 tiles in 3 us, the late 2 run one tile
-  // each after: ceil(18 / 6) + ceil(2 / 6) = 4 us.
-  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 2), 4.0, 1e-9);
+  // SM 5 held: 6 slots, L = 2 late CTAs: the resident 6 drain 19 - 2 = 17 tiles in 3 us (6, 6, 5), the late
+  // 2 run one tile each after: ceil(17 / 6) + ceil(2 / 6) = 4 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 19, 8, 2), 4.0, 1e-9);
+  // 20 tiles: the drain of 18 is 3 whole waves of 6; without the round-6 wait 3 + 1 = 4 us (the round-3
+  // rule), with it the late clusters start one tile later: 5 us (tests below).
+  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 2, false), 4.0, 1e-9);
   // 8 tiles: 6 drained in 1 us, then the 2 late tiles: 2 us.
   EXPECT_NEAR(persistent_us(m, {5}, 8, 8, 2), 2.0, 1e-9);
-  // Clusters of 4: SM 5 held leaves one whole GPC: 4 slots, L = 4: ceil(16 / 4) + 1 = 5 us.
-  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 4), 5.0, 1e-9);
+  // Clusters of 4: SM 5 held leaves one whole GPC: 4 slots, L = 4: 18 - 4 = 14 tiles drained in
+  // ceil(14 / 4) = 4 us (4, 4, 4, 2), + 1 = 5 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 18, 8, 4), 5.0, 1e-9);
   sim::Simulation sim;
   hw::GpcPool pool(sim, m);
   EXPECT_THROW(pool.hold({8}, "x"), std::invalid_argument);
@@ -211,7 +222,76 @@ TEST(SmMapRound3, PersistentGemmLateCtasKeepOneTileEach) {
   big.grid = 8;
   big.cluster = 8;  // larger than every GPC (4 SMs)
   big.tile_time_s = [](int) { return 1e-6; };
-  EXPECT_THROW(hw::run_persistent(pool, big, [](int, int) {}), std::invalid_argument);
+  EXPECT_THROW(hw::run_persistent(pool, big, [](int, int, bool) {}), std::invalid_argument);
+}
+
+TEST(SmMapRound6, WholeWaveDrainOfAPersistentGridCostsOneMoreTileTime) {
+  const hw::SmMap m = tiny_map();
+  // SM 5 held: S = 6 slots (GPC 0: 4 free SMs, GPC 1: 3 -> one 2-CTA cluster), grid 8: L = 2 late CTAs.
+  // 19 tiles: the drain of 17 ends on 6, 6, 5 (one slot idle in the last wave): no wait, 3 + 1 = 4 us.
+  bool whole = true;
+  EXPECT_NEAR(persistent_us(m, {5}, 19, 8, 2, true, &whole), 4.0, 1e-9);
+  EXPECT_FALSE(whole);
+  // 20 tiles: the drain of 18 is 3 whole waves ((20 - 8) mod 6 = 0): every resident CTA finds the hand-out
+  // empty at 3 us; the late clusters start one tile later, at 4 us, and end at 5 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 2, true, &whole), 5.0, 1e-9);
+  EXPECT_TRUE(whole);
+  // 21 tiles: 19 drained in 6, 6, 6, 1 (4 us), + 1 = 5 us: 20 and 21 tiles take the same time.
+  EXPECT_NEAR(persistent_us(m, {5}, 21, 8, 2, true, &whole), 5.0, 1e-9);
+  EXPECT_FALSE(whole);
+  // 26 tiles: (26 - 8) mod 6 = 0 again: 4 whole waves, the wait, the late tile: 6 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 26, 8, 2, true, &whole), 6.0, 1e-9);
+  EXPECT_TRUE(whole);
+  // Not persistent (tiles <= grid, one tile per CTA): 8 tiles on 8 CTAs drain one whole wave of 6 at 1 us
+  // and the 2 late CTAs start at once: 2 us, no wait (as 2048x2048x8192 on the H200).
+  EXPECT_NEAR(persistent_us(m, {5}, 8, 8, 2, true, &whole), 2.0, 1e-9);
+  EXPECT_FALSE(whole);
+  // Nothing late (alone): 16 tiles on 8 CTAs, 2 whole waves, 2 us: the wait is a delay of late clusters only.
+  EXPECT_NEAR(persistent_us(m, {}, 16, 8, 2, true, &whole), 2.0, 1e-9);
+  EXPECT_FALSE(whole);
+  // The wait is one tile time as the whole grid runs it, tile_time_s(grid): tiles take 2 us with 8 CTAs
+  // running, 1 us with fewer. 20 tiles: 3 waves at 6 CTAs (3 us), the wait tile_time_s(8) = 2 us, the late
+  // tile at 2 CTAs (1 us): 6 us.
+  auto t8 = [](int n) { return n >= 8 ? 2e-6 : 1e-6; };
+  EXPECT_NEAR(persistent_us(m, {5}, 20, 8, 2, true, nullptr, t8), 6.0, 1e-9);
+  // Charged once, at the first drain: grid 16 (L = 10 > S = 6), 22 tiles: the residents drain 12 = 2 whole
+  // waves (2 us), the wait (1 us), 6 late CTAs run one tile (a whole wave too, no second wait: 1 us), the
+  // last 4 one tile (1 us): 5 us.
+  EXPECT_NEAR(persistent_us(m, {5}, 22, 16, 2, true, &whole), 5.0, 1e-9);
+  EXPECT_TRUE(whole);
+  EXPECT_NEAR(persistent_us(m, {5}, 22, 16, 2, false), 4.0, 1e-9);
+}
+
+TEST(SmSharingRound6, TheWholeWaveWaitThroughTheModelOnAMinimalMachine) {
+  // tests/models/sm_sharing/minimal-map-hw.yaml: the 8 SMs of tiny_map() (GPCs 0..3, 4..7; SM 5 first),
+  // r(n) = 10 - n TFLOP/s per SM (no cap). A compute neighbour of 1 block holds SM 5: S = 6, L = 2.
+  static const hw::Hardware h = models::load_hardware(test::kRoot + "/tests/models/sm_sharing/minimal-map-hw.yaml");
+  auto run6 = [&](const std::string& shape) {
+    return models::run_sm_sharing_case(h, YAML::Load("{" + shape + ", k: 1024, tile_m: 128, tile_n: 128, grid: 8, cluster: 2, "
+                                                            "alone_time_us: 300, neighbour: compute, blocks: 1}"),
+                                       nullptr);
+  };
+  // 20 tiles (m 640, n 512: 5 x 4), 3 rounds alone: a tile is 100 us at r(8) = 2, 200 / (10 - n) us with n
+  // CTAs running: 50 us at 6, 25 us at 2. Beside: 3 whole waves of 6 (150 us), the wait of one tile at
+  // r(8) (100 us), the 2 late tiles (25 us): 275 us.
+  const auto w = run6("m: 640, n: 512");
+  EXPECT_EQ(w["cta_slots"].get<int>(), 6);
+  EXPECT_EQ(w["late_ctas"].get<int>(), 2);
+  EXPECT_TRUE(w["whole_wave_drain"].get<bool>());
+  EXPECT_NEAR(w["predicted_us"].get<double>(), 275.0, 1e-6);
+  // 19 tiles (m 2432, n 128: 19 x 1), also 3 rounds alone: the drain of 17 is 6, 6, 5 (150 us), the late
+  // tiles at once (25 us): 175 us, no wait.
+  const auto n = run6("m: 2432, n: 128");
+  EXPECT_FALSE(n["whole_wave_drain"].get<bool>());
+  EXPECT_NEAR(n["predicted_us"].get<double>(), 175.0, 1e-6);
+  // One tile per CTA (8 tiles, m 256, n 512), alone 100 us (one round): 6 tiles (50 us), the 2 late ones
+  // (25 us): 75 us, no wait although the drain is one whole wave.
+  const auto np = models::run_sm_sharing_case(
+      h, YAML::Load("{m: 256, n: 512, k: 1024, tile_m: 128, tile_n: 128, grid: 8, cluster: 2, alone_time_us: 100, "
+                    "neighbour: compute, blocks: 1}"),
+      nullptr);
+  EXPECT_FALSE(np["whole_wave_drain"].get<bool>());
+  EXPECT_NEAR(np["predicted_us"].get<double>(), 75.0, 1e-6);
 }
 
 TEST(SmSharingRound3, TheH200FileDrivesEveryMechanismWithoutCaseKeys) {
