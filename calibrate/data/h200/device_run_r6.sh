@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Round 6 of issue 19 (probe_smshare), as run through the device tool: hw/kernels and this script were copied
-# to .devwork-sm6/ of the session checkout and carried.
+# Round 6 of issue 19 (probe_smshare), as run through the device tool: hw/kernels, calibrate/live (which
+# hw/kernels/CMakeLists.txt adds) and this script copied to .devwork-sm6/ of the session checkout and carried
+# (`carry: [".devwork-sm6"]`, kind nvidia-h200; the command first checks that the GPU is an H200).
 # usage: bash device_run_r6.sh COMMIT probe
 #        bash device_run_r6.sh COMMIT measure SHAPES BLOCKS
 #   probe:   (1) --mode alone: eight candidate shapes never measured before (their GEMM default plans alone) and
@@ -9,7 +10,7 @@
 #            Round 6's shapes and B are chosen from these alone records (which kernel cuBLASLt picks sets the
 #            tile count); nothing beside anything is run.
 #   measure: the chosen shapes' GEMM alone again and both neighbours alone at the chosen B (drift), then the
-#            round-6 beside grid, after the predictions' commit.
+#            round-6 beside grid, after the predictions' commit. SHAPES BLOCKS: `make_smshare_r6.py --grid`.
 set -u
 COMMIT=$1; MODE=$2
 CAND=3072x4608x8192,3456x3840x8192,2304x3840x8192,2688x4608x8192,2880x3072x8192,4096x3072x8192,2048x2048x6144,1920x2304x8192
