@@ -158,6 +158,15 @@ if "--measured" in sys.argv:
     for i, l in enumerate(open(os.path.join(HERE, "probe_smshare_beside_r6.jsonl")).read().splitlines()):
         d = json.loads(l)
         if d["measure"] == "gemm_beside": measured[(d["m"], d["n"], d["k"], d["neighbour"], d["blocks"])] = (i + 1, d)
+    # Drift (run 13's alone records against run 12's, which the predictions used): printed, not used.
+    for l in open(os.path.join(HERE, "probe_smshare_alone_r6m.jsonl")).read().splitlines():
+        d = json.loads(l)
+        if d["measure"] == "gemm_alone" and d["sm_target"] == 0 and (d["m"], d["n"], d["k"]) in gemm:
+            a = gemm[(d["m"], d["n"], d["k"])][1]["time_us"]
+            print(f"drift GEMM alone {d['m']}x{d['n']}x{d['k']}: {d['time_us']} us vs {a} us ({100 * (d['time_us'] / a - 1):+.2f}%)")
+        if d["measure"] == "neighbour_alone" and d["neighbour"] == "copy" and ("copy", d["blocks"]) in nb:
+            a = nb[("copy", d["blocks"])][2]["GBps"]
+            print(f"drift copy alone B = {d['blocks']}: {d['GBps']} GB/s vs {a} ({100 * (d['GBps'] / a - 1):+.2f}%)")
 
 out = ["# A GEMM beside a kernel holding B SMs on one H200, round 6 of issue 19: GEMM shapes never measured before at B",
        f"# = {', '.join(map(str, BLOCKS))} (never used before in any round) x 2 neighbours. Params are the components measured",
