@@ -222,10 +222,14 @@ std::vector<int64_t> m_list(const std::string& text) {
     try {
       size_t used = 0;
       const long long v = std::stoll(s, &used);
-      if (used != s.size() || v < 1) throw std::invalid_argument("");
+      if (used != s.size() || v < 1 || v > models::CaseParam::kMaxDimension) throw std::invalid_argument("");
       return int64_t(v);
     } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("--m: expected A:B (A, 2A, 4A, ... up to B) or M1,M2,... with whole M >= 1, got '{}'", text));
+      // The bound is the models' (CaseParam::dimension): a larger M was refused only after every
+      // smaller M had been tuned (from a fresh-user trial: --m 1:99999999999 ran for minutes first).
+      throw std::invalid_argument(fmt::format(
+          "--m: expected A:B (A, 2A, 4A, ... up to B) or M1,M2,... with whole M from 1 to 2^31 = {}, got '{}'",
+          models::CaseParam::kMaxDimension, text));
     }
   };
   if (const auto c = text.find(':'); c != std::string::npos) {

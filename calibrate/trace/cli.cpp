@@ -121,9 +121,9 @@ void register_trace_commands(CLI::App& app, trace::GemmArPredictorFactory gemm_a
   wi->add_option("--comm-consumer-after", wopt->comm_consumer_after,
                  "With --comm-stream: the N-th compute event after a collective waits for it (0: none)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  wi->add_option("--scale-collective", *scales, "REGEX=FACTOR: multiply the time of GPU events matching REGEX (repeatable)");
+  wi->add_option("--scale-collective", *scales, "REGEX=FACTOR: multiply the time of communication events (collectives, transport) matching REGEX (RE2 syntax, case-insensitive; repeatable)");
   wi->add_option("--scale-on-rank", *rank_scales,
-                 "RANK:REGEX=FACTOR: multiply the time of GPU events matching REGEX on that rank only (repeatable); the "
+                 "RANK:REGEX=FACTOR: multiply the time of any GPU event matching REGEX on that rank only (a straggler; repeatable); the "
                  "other ranks feel it through the collectives it delays");
   wi->add_flag("--independent-ranks", wopt->independent_ranks,
                "Replay each rank alone (its collectives keep their measured durations, waits included)");

@@ -51,6 +51,7 @@ CollectiveScale parse_rank_scale(const std::string& text) {
     throw std::invalid_argument(fmt::format("--scale-on-rank '{}': expected RANK:REGEX=FACTOR ({})", text, e.what()));
   }
   s.rank = static_cast<int>(rank);
+  s.communication_only = false;  // a straggler: its GEMMs as much as its collectives
   return s;
 }
 
@@ -514,7 +515,7 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
     const hw::NamePattern re = sc.re.empty() ? hw::NamePattern::compile(sc.pattern, "--scale-collective") : sc.re;
     std::unordered_map<uint32_t, bool> match;
     for (auto& nd : g.nodes) {
-      if (!is_comm(nd)) continue;  // a collective's rescale: compute and copies keep their time
+      if (sc.communication_only && !is_comm(nd)) continue;  // --scale-collective: compute and copies keep their time
       uint32_t nm = file.gpu_ops[tl.ops[nd.op].gpu].name;
       auto it = match.find(nm);
       if (it == match.end()) it = match.emplace(nm, re.search(name_of(nd))).first;

@@ -23,21 +23,24 @@ using GemmArPredictor = std::function<double(int64_t m, int64_t n, int64_t k, in
 /// command line passes one built on the gemm_ar model, cli/commands.cpp). Errors: those of loading it.
 using GemmArPredictorFactory = std::function<GemmArPredictor(const std::string& hw_path)>;
 
-/// A duration rescale: communication events (the category table's communication class) whose name
-/// matches `pattern` (RE2 syntax, searched anywhere in the name, case-insensitive, linear in the
-/// name: hw::NamePattern) get their duration multiplied by `factor` (> 0), on every rank or
-/// (rank >= 0) on that rank only. Compute and copy events are never scaled, whatever their name.
+/// A duration rescale: GPU events whose name matches `pattern` (RE2 syntax, searched anywhere in the
+/// name, case-insensitive, linear in the name: hw::NamePattern) get their duration multiplied by
+/// `factor` (> 0), on every rank or (rank >= 0) on that rank only. `--scale-collective` rescales
+/// communication events only (the category table's communication class: a pattern such as `gemm`
+/// scales no compute kernel); `--scale-on-rank` is a straggler what-if and rescales any event.
 struct CollectiveScale {
   std::string pattern;
   hw::NamePattern re;  ///< `pattern` compiled (parse_collective_scale); compiled from it when empty
   double factor = 1.0;
   int rank = -1;
+  bool communication_only = true;  ///< false for --scale-on-rank (any GPU event of that rank)
 };
 
 /// Parse "REGEX=FACTOR" (the last '=' splits) and compile REGEX. Errors: std::invalid_argument
 /// naming the text (no '=', a factor not a finite number > 0, an invalid RE2 pattern).
 CollectiveScale parse_collective_scale(const std::string& text);
-/// Parse "RANK:REGEX=FACTOR" (`--scale-on-rank`). Errors: std::invalid_argument naming the text.
+/// Parse "RANK:REGEX=FACTOR" (`--scale-on-rank`: any GPU event of that rank, communication_only false).
+/// Errors: std::invalid_argument naming the text.
 CollectiveScale parse_rank_scale(const std::string& text);
 
 struct WhatIfOptions {

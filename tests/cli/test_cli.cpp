@@ -43,7 +43,7 @@ std::string write_scenario(const std::string& dir) {
   const std::string p = dir + "/self.yaml";
   std::ofstream(p) << "scenario: self\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
                    << "  - id: a\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
-                   << "    measured: {value_us: 100, source: test}\n    tolerance_pct: 1000\n";
+                   << "    measured: {value_us: 100, source: test}\n    tolerance_pct: 100\n";
   return p;
 }
 

@@ -63,6 +63,11 @@ Ran sh(const std::string& cmd) {
   return r;
 }
 
+/// No ESC, CR, BEL or C1 CSI byte pair anywhere in `s`.
+bool no_controls(const std::string& s) {
+  return s.find('\x1b') == std::string::npos && s.find('\r') == std::string::npos && s.find('\x07') == std::string::npos &&
+         s.find("\xc2\x9b") == std::string::npos;
+}
 /// A fresh, empty folder for one test.
 fs::path fresh_dir() {
   const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -110,12 +115,12 @@ TEST(HostileNames, CheckPlotRunsNoCommandAndStaysInItsFolder) {
   std::ofstream(d / "a" / "b" / "evil.yaml") << "scenario: evil\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
       << "  - id: \"x\\n!touch PWNED\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
       << "    measured: [{at: {m: 4096}, value_us: 100, source: \"s\\n!touch PWNED3\"}, {at: {m: 8192}, value_us: 200, source: t}]\n"
-      << "    tolerance_pct: 1000\n"
+      << "    tolerance_pct: 100\n"
       << "  - id: \"y`touch PWNED2`\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
-      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 1000\n";
+      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 100\n";
   std::ofstream(d / "a" / "b" / "trav.yaml") << "scenario: ../../x\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
       << "  - id: \"..\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n"
-      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 1000\n";
+      << "    measured: {value_us: 100, source: u}\n    tolerance_pct: 100\n";
   // From inside a/b (gnuplot runs there too), plots into a/b/out/plots.
   const Ran r = sh("cd " + qp(d / "a" / "b") + " && " + kBin + " check evil.yaml trav.yaml --plot out/plots");
   EXPECT_EQ(r.rc, 0) << r.out;
@@ -337,6 +342,76 @@ TEST(BoundedWork, AnEventBudgetEndsACaseWithAClearError) {
   EXPECT_TRUE(has(r.out, "'cases[headline/fused-sdma/m=16384]': cannot run this case: simulation stopped: event budget of 50 callbacks spent")) << r.out;
 }
 
+// From the fresh-user trial of 2026-12-02 (issue 22's "still lacking" list): numbers at the edge of
+// int64 bounded where they are read (a scenario M of 2^63 - 1 had reached the flow network as
+// negative bytes; `breakeven --max-m` of it never ended; `tune --m 1:99999999999` tuned 30 M before
+// refusing the 31st), each refused within a second naming the key or option and the bound.
+TEST(BoundedWork, DimensionsNearInt64AreRefusedAtOnce) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "m.yaml") << "scenario: m\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                              << "  - id: huge\n    params: {mode: fused-sdma, m: 9223372036854775807, n: 7168, k: 2048}\n";
+  Ran r = sh(kBin + " run " + qp(d / "m.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "m.yaml:6")) << r.out;
+  EXPECT_TRUE(has(r.out, "a whole number from 1 to 2^31")) << r.out;
+  EXPECT_FALSE(has(r.out, "bytes < 0")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(2));
+  r = sh(kBin + " breakeven -n 7168 --max-m 9223372036854775807");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "--max-m")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(2));
+  r = sh(kBin + " tune --shape n=7168,k=2048,world_size=8 --m 1:99999999999");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--m: expected")) << r.out;
+  EXPECT_TRUE(has(r.out, "from 1 to 2^31 = 2147483648, got '1:99999999999'")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(2));
+}
+
+// Measured values and tolerances outside what a GPU event can be: 1e-300 us made every error
+// percentage overflow to inf, a tolerance of 1e308% made every check pass; both are refused at their
+// line. A model name nothing registers is named at the `model:` line, not line 1; a hardware path that
+// is a device is named as not a regular file (it was "no hardware file").
+TEST(HostileParsers, ImpossibleMeasuredValuesAndModelsAreNamedAtTheirLine) {
+  const fs::path d = fresh_dir();
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\n";
+  const std::string one_case = "  - id: a\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n";
+  std::ofstream(d / "tiny.yaml") << head << "cases:\n" << one_case << "    measured: {value_us: 1e-300, source: t}\n";
+  Ran r = sh(kBin + " check " + qp(d / "tiny.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "tiny.yaml:7")) << r.out;
+  EXPECT_TRUE(has(r.out, "a measured time must be from 0.001 to 1e+10 us, got 1e-300")) << r.out;
+  std::ofstream(d / "tol.yaml") << head << "tolerance_pct: 1e308\ncases:\n" << one_case << "    measured: {value_us: 100, source: t}\n";
+  r = sh(kBin + " check " + qp(d / "tol.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "tol.yaml:4")) << r.out;
+  EXPECT_TRUE(has(r.out, "'tolerance_pct': must be > 0 and at most 100 (a percentage), got 1e+308")) << r.out;
+  std::ofstream(d / "model.yaml") << "scenario: s\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\n\nmodel: \"gemm_ar\\e[2J\"\ncases:\n" << one_case;
+  r = sh(kBin + " run " + qp(d / "model.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "model.yaml:4")) << r.out;
+  EXPECT_TRUE(has(r.out, "unknown model 'gemm_ar\\x1b[2J' (expected one of: ")) << r.out;
+  std::ofstream(d / "dev.yaml") << "scenario: s\nhardware: /dev/zero\nmodel: gemm_ar\ncases:\n" << one_case;
+  r = sh(kBin + " run " + qp(d / "dev.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "dev.yaml:2")) << r.out;
+  EXPECT_TRUE(has(r.out, "is not a regular file")) << r.out;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(2));
+}
+
+// `run --format csv` escapes control characters in ids as the table does (a CSV printed to a
+// terminal had passed ESC, BEL and a newline through raw).
+TEST(Terminal, CsvEscapesControlCharactersInIds) {
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "esc.yaml") << "scenario: \"s\\e[31m\"\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                << "  - id: \"a\\e[2J\\a\\nforged,line\"\n    params: {mode: gemm-only, m: 4096, n: 7168, k: 2048}\n";
+  const Ran r = sh(kBin + " run " + qp(d / "esc.yaml") + " --format csv");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(no_controls(r.out)) << r.out;
+  EXPECT_TRUE(has(r.out, "\"a\\x1b[2J\\x07\\nforged,line\"")) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // the header and one row
+}
+
 // --- 6. interruption leaves nothing ---------------------------------------------------------------
 
 namespace {
@@ -547,14 +622,6 @@ TEST(Terminal, PrintableEscapesControls) {
   EXPECT_EQ(hw::printable("l1\nl2\t."), "l1\\nl2\\t.");
   EXPECT_EQ(hw::printable("l1\nl2\r.", true), "l1\nl2\\r.");
 }
-
-namespace {
-/// No ESC, CR, BEL or C1 CSI byte pair anywhere in `s`.
-bool no_controls(const std::string& s) {
-  return s.find('\x1b') == std::string::npos && s.find('\r') == std::string::npos && s.find('\x07') == std::string::npos &&
-         s.find("\xc2\x9b") == std::string::npos;
-}
-}  // namespace
 
 // Case ids and scenario names with ESC sequences (clear screen, retitle the window) and a carriage
 // return reach the terminal escaped: run's table, check's lines and an error naming the case.

@@ -156,7 +156,7 @@ TEST(ScenarioLoader, ErrorsNameFileLineAndKey) {
   expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, source: x, kernels: [{device: 0, kernel: k, start_us: 0, end_us: 1, dev: 2}]}\n",
                     "'cases[a].measured.kernels.dev': unknown key", 6);
   expect_load_error(head + "cases:\n  - id: a\n    measured: {value_us: 1, period_us: 2, source: x}\n", "not both", 6);
-  expect_load_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be > 0", 6);
+  expect_load_error(head + "cases:\n  - id: a\n    measured: {period_us: 0, source: x}\n", "'cases[a].measured.period_us': a measured time must be from 0.001 to 1e+10 us, got 0", 6);
   expect_load_error(head + "cases:\n  - id: a\n    sweep: {m: [1, 2]}\n    measured: [7]\n", "'cases[a].measured[0]': expected a mapping", 7);
   // A measured list's `at:` names exactly one sweep point, by swept parameters only, once.
   const std::string swept = head + "cases:\n  - id: a\n    sweep: {m: [4096, 8192], n: [1, 2]}\n    measured:\n";
@@ -267,12 +267,13 @@ TEST(ScenarioLoader, SweepsExpandAndMatchMeasuredPoints) {
 
 
 TEST(ScenarioOutput, CsvQuotesEveryTextFieldAndDoublesItsQuotes) {
-  // RFC 4180: an id with a comma, a quote and a newline stays one field.
+  // RFC 4180: an id with a comma and a quote stays one field; a newline (any control character) is
+  // written as an escape (hw::printable), so a row is one line also on a terminal.
   const nlohmann::json r = {{"cases", {{{"id", "a,\"b\nc"}, {"predicted_us", 1.0}, {"measured_us", nullptr},
                                         {"error_pct", nullptr}, {"params", {{"mode", "gemm-only"}}},
                                         {"phases", nlohmann::json::array()}}}}};
   const std::string csv = scenario::format_csv(r);
-  EXPECT_NE(csv.find("\n\"a,\"\"b\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"a,\"\"b\\nc\",1.000,,,\"{\"\"mode\"\":\"\"gemm-only\"\"}\",\"\",,,,,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(ScenarioOutput, CsvCarriesNicOpsWhatIfAndFittedLayers) {
@@ -305,7 +306,7 @@ TEST(ScenarioLoader, QuotedNumbersAndFlagsAreRefused) {
             std::string::npos);
   EXPECT_EQ(run_error(afd + "{attention_ranks: 2, ffn_ranks: 2, tokens: 8, rotate_channels: true}\n"), "");
   const std::string ga = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n  - id: a\n    params: ";
-  EXPECT_NE(run_error(ga + "{mode: fused-sdma, m: \"16384\", n: 7168, k: 2048}\n").find("gemm_ar parameter 'm' must be an integer (unquoted), got '16384'"),
+  EXPECT_NE(run_error(ga + "{mode: fused-sdma, m: \"16384\", n: 7168, k: 2048}\n").find("gemm_ar parameter 'm' must be a whole number from 1 to 2^31 (unquoted), got '16384'"),
             std::string::npos);
   EXPECT_EQ(run_error(ga + "{mode: \"fused-sdma\", m: 16384, n: 7168, k: 2048}\n"), "");
 }

@@ -184,7 +184,9 @@ TEST(RealTraces, TheTracesOwnStreamWaitIsTheDependency) {
   auto files = read_trace(fixture("critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"));
   WhatIfOptions opt;
   opt.window = "all";
-  opt.scale.push_back(parse_collective_scale("ampere_sgemm=200"));
+  CollectiveScale gemms = parse_collective_scale("ampere_sgemm=200");
+  gemms.communication_only = false;  // the GEMMs, as --scale-on-rank would on a one-rank trace
+  opt.scale.push_back(gemms);
   auto rep = whatif(files, CategoryTable::builtin(), AnalyzeOptions{}, opt, "event_sync");
   EXPECT_EQ(rep.sync_deps, 1);
   EXPECT_EQ(rep.inferred_deps, 0);

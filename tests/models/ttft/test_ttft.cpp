@@ -248,9 +248,9 @@ TEST(Ttft, ImpossibleInputsAreErrorsNamingTheKey) {
       EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
     }
   };
-  expect_error("batch", YAML::Node(2.5), "'batch' must be a whole number >= 1");
-  expect_error("batch", YAML::Node(-4), "'batch' must be a whole number >= 1");
-  expect_error("prompt_tokens", YAML::Node(-2048), "'prompt_tokens' must be a whole number >= 1");
+  expect_error("batch", YAML::Node(2.5), "'batch' must be a whole number from 1 to 2^31");
+  expect_error("batch", YAML::Node(-4), "'batch' must be a whole number from 1 to 2^31");
+  expect_error("prompt_tokens", YAML::Node(-2048), "'prompt_tokens' must be a whole number from 1 to 2^31");
   expect_error("ttft_base_ms", YAML::Node(1.0), "'ttft_base_ms' (1 ms) is shorter than the base arm's 61 layers");
   expect_error("n", YAML::Node(4096), "both arms must be the same layer", "fused");
   expect_error("world_size", YAML::Node(4), "both arms must be the same layer", "fused");
