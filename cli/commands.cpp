@@ -130,6 +130,25 @@ void refuse_overwriting_input(const std::vector<hw::OutputFile>& outputs, const 
                                               o.option, o.path, what, input));
 }
 
+/// `check --junit FILE` / `--save-predictions FILE` replace an existing FILE only when it is an earlier
+/// output of the same kind (its first 4 KiB hold `marker`): a scenario that cannot be loaded names no
+/// hardware file to protect, so `check BROKEN.yaml --junit hw/X.yaml` had replaced the hardware file
+/// with XML (found by a helper's test run). Errors: std::invalid_argument naming the option, the path,
+/// the kind expected and how the file begins (escaped).
+void refuse_replacing_foreign_file(const hw::OutputFile& o, const std::string& marker, const std::string& kind) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(o.path, ec) || std::filesystem::file_size(o.path, ec) == 0) return;
+  std::ifstream in(o.path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), std::streamsize(head.size()));
+  head.resize(size_t(in.gcount()));
+  if (head.find(marker) != std::string::npos) return;
+  const std::string first = head.substr(0, std::min(head.find('\n'), size_t(60)));
+  throw std::invalid_argument(fmt::format("{} '{}' exists and is not {} (it begins '{}'): refusing to replace it; remove it or give "
+                                          "another file",
+                                          o.option, hw::printable(o.path), kind, hw::printable(first)));
+}
+
 /// `check --plot DIR`: checked before any scenario runs. DIR is a directory, or does not exist yet
 /// in an existing, writable folder (only DIR itself is created, as --out needs its folder to exist).
 void check_plot_dir(const std::string& dir) {
@@ -459,6 +478,9 @@ void register_all(CLI::App& app) {
       for (const auto& [name, file] : tables)
         refuse_overwriting_input(ci_outputs, file, fmt::format("hardware file's measured table '{}'", name));
     }
+    for (const auto& o : ci_outputs)
+      if (o.option == "--junit") refuse_replacing_foreign_file(o, "<testsuites", "a JUnit XML file that fusesim check wrote");
+      else refuse_replacing_foreign_file(o, "\"fusesim_predictions\"", "a predictions file that fusesim check --save-predictions wrote");
     hw::check_output_files(ci_outputs);
     sim::set_default_event_budget(ci->max_events);
     std::vector<JunitFile> junit_files;

@@ -135,6 +135,22 @@ TEST(CliCheck, OutputsThatAreInputsAreRefusedAndTheInputsKept) {
     EXPECT_TRUE(has(r.error, opt) && has(r.error, "hardware file of")) << r.error;
     EXPECT_EQ(read_file(hwfile), before) << opt;
   }
+  // A scenario that cannot be loaded names no hardware file: an existing file that is not an earlier
+  // output of the same kind is still not replaced (a scenario refused by the tolerance bound had let
+  // --junit replace hw/mi355x-8gpu.yaml with XML).
+  const std::string broken = dir + "/broken.yaml", victim = dir + "/victim.yaml";
+  std::ofstream(broken) << "scenario: broken\nhardware: " << hwfile << "\nmodel: gemm_ar\ntolerance_pct: 1000\ncases: []\n";
+  fs::copy_file(hwfile, victim);
+  for (const char* opt : {"--junit", "--save-predictions"}) {
+    const auto r = run_cli({"check", broken, opt, victim});
+    EXPECT_EQ(r.code, 1) << opt;
+    EXPECT_TRUE(has(r.error, std::string(opt) + " '" + victim + "' exists and is not ")) << r.error;
+    EXPECT_EQ(read_file(victim), before) << opt;
+  }
+  // An earlier output of the same kind is replaced.
+  const std::string junit = dir + "/junit.xml", saved = dir + "/pred.json";
+  ASSERT_EQ(run_cli({"check", sc, "--junit", junit, "--save-predictions", saved}).code, 0);
+  EXPECT_EQ(run_cli({"check", sc, "--junit", junit, "--save-predictions", saved}).code, 0);
   // A measured table of the scenario's hardware file.
   const auto pair = models::load_hardware(kRoot + "/hw/h200-2gpu.yaml");
   ASSERT_FALSE(pair.tables().empty());
