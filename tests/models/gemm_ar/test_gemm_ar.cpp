@@ -377,6 +377,10 @@ TEST(GemmArOrdering, Fp8OverSdmaAtM4096IsWhatThePhaseTableAllows) {
 }
 
 TEST(GemmArOrdering, PullGridIsFlatFrom48To80AndSteepOutside) {
+  // Seed 000, 'The pull grid' (fp8/lsa, M=16384, MORI_GEMM_AR_PULL_BLOCKS): 1091 / 1006 / 962 / 959 /
+  // 963 / 1138 us at 24 / 32 / 48 / 64 / 80 / 256 blocks, "flat from 48 to 80, steep either side"
+  // (issue 17: the pull grid flat from 48 to 80 blocks, from the mechanism: Little's law below the
+  // links' read payload, the congestion knee above it).
   auto pull = [](int blocks) {
     GemmArConfig c = fp8("lsa");
     c.pull_blocks = blocks;
