@@ -270,7 +270,8 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : hw(hw), h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)) {
+      : hw(hw), h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)),
+        operand_l2_hit(gemm_operand_l2_hit(c, h.compute_units, h.workgroups_per_cu, int(h.xcds))) {
     // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
     // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
@@ -354,6 +355,7 @@ class Node {
   sim::FlowNetwork& net;
   int ws;
   hw::GpuGroup g;
+  const double operand_l2_hit;  ///< gemm_operand_l2_hit for this call's GEMM (the same on every rank)
 
  private:
   std::vector<sim::ResourceId> pcie_, pcie_rd_;
@@ -390,7 +392,7 @@ class Gemm {
     per_tile_ = cost_.tile_fixed;
     // A/B bytes a tile's loads take from the memory fabric: those its die's L2 does not already hold
     // from another tile of the wave (gemm_operand_l2_hit).
-    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - gemm_operand_l2_hit(c, h.compute_units, h.workgroups_per_cu, int(h.xcds)));
+    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - n_.operand_l2_hit);
     c_tile_ = double(bm) * kBlockN * kBf16;
     const int ws = n_.ws;
     dest_row_tiles_ = m_tiles_ / ws;
