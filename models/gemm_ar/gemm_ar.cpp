@@ -45,6 +45,9 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::hbm_source_efficiency, hw::vocab::hbm_source_efficiency()),
       hw::optional(&GemmArHw::mall_capacity, hw::vocab::mall_capacity(), 0.0),
       hw::optional(&GemmArHw::write_cost, hw::vocab::write_cost(), 1.0),
+      // Absent (hw/mi355x-8gpu.yaml does not set it): 1, the gather's puts at the per-queue rate of the
+      // standalone SDMA all-reduce (issue 17: no component measurement separates them; README).
+      hw::optional(&GemmArHw::gather_put_share, ParamDecl{"sdma.gather_put_share", Quantity::Ratio, 0.5, 2.0, "gemm_ar's gather puts (either wire, and fuse_reduce_push's band puts) as a share of sdma.queue_peak: a what-if, and the diagnostic of README's 'The MI355X file from its components' (seed 000's composite totals alone put it at 1.077 +- 0.018 as a fifth composite key); no component measurement identifies it"}, 1.0),
       hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
       hw::required(&GemmArHw::fixed_cost, hw::vocab::kernel_fixed_cost()),
       hw::required(&GemmArHw::flag_barrier, hw::vocab::flag_barrier()),
@@ -670,7 +673,7 @@ class Call {
           if (d == r) continue;
           const double cost = n_.h.device_submit + n_.h.submit_cost_per_outstanding * n_.g.max_outstanding(r);
           issuer(r).submit_cost(cost, [this, r, d, band, B, issued] {
-            n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
+            n_.sdma_put(r, d, slice_ / B, n_.h.gather_put_share, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
             issued->arrive();
           });
         }
@@ -700,7 +703,7 @@ class Call {
     }
     n_.sim.after(n_.launch(), [this, r, wire, fp8] {
       for (int d = 0; d < ws_; ++d)
-        if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d), {}, true);
+        if (d != r) n_.sdma_put(r, d, wire, n_.h.gather_put_share, fmt::format("gather ->gpu{}", d), {}, true);
       n_.g.when_queues_idle(r, [this, r, fp8] {
         b2_->arrive(r, [this, r, fp8] {
           if (!fp8) return finish(r, "gather");

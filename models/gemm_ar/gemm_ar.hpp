@@ -28,6 +28,7 @@ struct GemmArHw {
   double xcds = 1;  ///< gpu.xcds (optional, default 1): dies whose CUs share one L2 (operand reuse: gemm_operand_l2_hit)
   double request_share = 1;  ///< sdma.gemm_request_share (optional, default 1): the GEMM waves' share on the request fabric
   double write_cost = 1;  ///< memory.write_cost (optional, default 1)
+  double gather_put_share = 1;  ///< sdma.gather_put_share (optional, default 1: what-if / diagnostic, not set in the MI355X file)
   // The GEMM per quantisation route, for the file's default build (GemmRouteCost; other builds in
   // sections gemm@BUILD): latency, wave_per_kblock, tile_fixed.
   double blockscale_latency = 0, blockscale_wave_per_kblock = 0, blockscale_tile_fixed = 0;

@@ -293,6 +293,19 @@ TEST(GemmArGemm, APartialLastWaveCostsWhatItsTilesCost) {
   }
 }
 
+TEST(GemmArWhatIf, GatherPutShareMovesTheGatherPutsOnly) {
+  // sdma.gather_put_share (absent from hw/mi355x-8gpu.yaml: 1) scales the gather's puts alone; the
+  // diagnostic of issue 17 (README) fits it as a fifth composite key. At 1.1 the bf16 gather's bytes
+  // take 1/1.1 of their time (launch, command latency and barrier unchanged), the rest does not move.
+  hw::Hardware faster = mi355x();
+  faster.set_si("sdma.gather_put_share", 1.1);
+  const auto a = models::simulate_gemm_ar(mi355x(), cfg("fused-sdma")), b = models::simulate_gemm_ar(faster, cfg("fused-sdma"));
+  const double fixed = 4.887 + 6.25504 + 7.5;  // launch sum, sdma.command_latency, sync.flag_barrier
+  EXPECT_NEAR(phase(b, "gather") - fixed, (phase(a, "gather") - fixed) / 1.1, 0.5);
+  EXPECT_NEAR(phase(b, "gemm"), phase(a, "gemm"), 1e-6);
+  EXPECT_NEAR(phase(b, "drain"), phase(a, "drain"), 1e-6);
+}
+
 TEST(GemmArValidate, FuseReducePushRefusesTheFp8Wire) {
   GemmArConfig c = fp8("sdma");
   c.fuse_reduce_push = true;
