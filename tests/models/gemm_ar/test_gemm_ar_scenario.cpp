@@ -65,13 +65,16 @@ TEST_F(Mi355xScenario, PerPhaseTableFromComponents) {
   //    the put size (no change of slope from 0.9 MiB to 28 MiB puts, from 8 MiB to 420 MiB of input
   //    and receive slots). The benchmark's own totals of this configuration (1145.8..1150.7 us, four
   //    sessions) less the capture's other three phases leave 482..487 us of gather, +10.1..+11.2%:
-  //    the capture's total (1101.6) is 4.3% below every benchmark session of the same configuration;
+  //    the capture's total (1101.6) is 4.3% below every benchmark session of the same configuration.
+  //    (The benchmark's totals do favour a faster gather put: as a fifth composite key,
+  //    sdma.gather_put_share fits 1.077 +- 0.018 on the totals alone; not adopted, README.)
   //  - pull (fp8/lsa): +11.6% (257.3 against 230.5 us). 98 MiB in 230.5 us less the launch is 456
   //    GB/s; the standalone ar_2stage reads at 407..413 GB/s, and within 10% needs >= 413.5. That rate
   //    is a link cap, not a latency bound: the pull grid's 48-block point holds exactly ar_2stage's
   //    bytes in flight (24 x 512 x 7 x 16 B = 48 x 256 x 7 x 16 B) and 64 and 80 blocks (1.33x,
   //    1.67x in flight) are no faster (962 / 959 / 963 us); the benchmark's fp8/lsa sessions less
-  //    the capture's other phases leave 241..271 us of pull (median 250.4, 419 GB/s);
+  //    the capture's other phases leave 241..271 us of pull (median 250.4, 419 GB/s), and the
+  //    composite totals alone put links.read_efficiency at 0.724 +- 0.012 (a slower pull, not faster);
   //  - drain (fp8/lsa): -10.9%. The three drains are one component (the same GEMM, bf16 scatter,
   //    chunks and tile order; fp8/sdma and fp8/lsa also the same 812 MiB window) measured 180.2 /
   //    170.9 / 204.8 us; one value is within 10% of all three only in 186.2..188.0 us, and the
