@@ -45,12 +45,16 @@ const hw::HwSchema<GemmArHw>& gemm_ar_hardware() {
       hw::required(&GemmArHw::hbm_source_efficiency, hw::vocab::hbm_source_efficiency()),
       hw::optional(&GemmArHw::mall_capacity, hw::vocab::mall_capacity(), 0.0),
       hw::optional(&GemmArHw::write_cost, hw::vocab::write_cost(), 1.0),
+      // Absent (hw/mi355x-8gpu.yaml does not set it): 1, the gather's puts at the per-queue rate of the
+      // standalone SDMA all-reduce (issue 17: no component measurement separates them; README).
+      hw::optional(&GemmArHw::gather_put_share, ParamDecl{"sdma.gather_put_share", Quantity::Ratio, 0.5, 2.0, "gemm_ar's gather puts (either wire, and fuse_reduce_push's band puts) as a share of sdma.queue_peak: a what-if, and the diagnostic of README's 'The MI355X file from its components' (seed 000's composite totals alone put it at 1.077 +- 0.018 as a fifth composite key); no component measurement identifies it"}, 1.0),
       hw::required(&GemmArHw::launch_gap, hw::vocab::launch_gap()),
       hw::required(&GemmArHw::fixed_cost, hw::vocab::kernel_fixed_cost()),
       hw::required(&GemmArHw::flag_barrier, hw::vocab::flag_barrier()),
       hw::required(&GemmArHw::workgroups_per_cu, ParamDecl{"gemm.workgroups_per_cu", Quantity::Count, 1, 16, "resident GEMM workgroups per CU (one 512-thread WG)"}),
       hw::optional(&GemmArHw::request_share, ParamDecl{"sdma.gemm_request_share", Quantity::Ratio, 0.05, 4.0, "arbitration weight of the GEMM's tile loads on the memory-fabric request resource per byte/s of their compute-bound rate, relative to a copy-engine put's per byte/s of its queue peak (1: both slowed by the same factor; < 1: the copy engines are served first, so a concurrent scatter slows the GEMM more than the GEMM slows it)"}, 1.0),
-      hw::required(&GemmArHw::operand_l2_hit, ParamDecl{"gemm.operand_l2_hit", Quantity::Ratio, 0, 1, "fraction of A/B tile loads served by L2 (the rest crosses the memory fabric)"}),
+      // One L2 for all CUs when absent (a GPU of one die).
+      hw::optional(&GemmArHw::xcds, ParamDecl{"gpu.xcds", Quantity::Count, 1, 1024, "dies (XCDs) per GPU, each with its own L2; workgroups are dispatched over them round-robin (the GEMM's operand reuse, gemm_operand_l2_hit)"}, 1.0),
       hw::required(&GemmArHw::blockscale_latency, ParamDecl{"gemm.blockscale_latency", Quantity::Time, 0, 1000 * us, "blockscale route (per-128 block scales, BLOCK_M 128): the GEMM kernel's time outside its waves (launch, prologue, tail), per call"}),
       hw::required(&GemmArHw::blockscale_wave_per_kblock, ParamDecl{"gemm.blockscale_wave_per_kblock", Quantity::Time, 0, 100 * us, "blockscale: time of one wave per 128-deep K block"}),
       hw::required(&GemmArHw::blockscale_tile_fixed, ParamDecl{"gemm.blockscale_tile_fixed", Quantity::Time, 0, 10 * us, "blockscale: time a wave adds per tile it holds (BLOCK_M x 256)"}),
@@ -104,6 +108,37 @@ GemmWaves gemm_waves(const GemmArConfig& c, double compute_units, double workgro
   w.full_waves = w.tiles / w.per_wave;
   w.last_wave_tiles = w.tiles % w.per_wave;
   return w;
+}
+
+double gemm_operand_l2_hit(const GemmArConfig& c, double compute_units, double workgroups_per_cu, int xcds) {
+  const GemmWaves w = gemm_waves(c, compute_units, workgroups_per_cu);
+  const int64_t nt = (c.n + kBlockN - 1) / kBlockN;
+  const double bm = block_m(c.quant);
+  const int64_t dies = std::max(1, xcds);
+  const int64_t waves = (w.tiles + w.per_wave - 1) / w.per_wave;
+  const int64_t step = std::max<int64_t>(1, waves / 1024);
+  double loads = 0, unique = 0;
+  std::vector<int64_t> rows, cols;
+  for (int64_t wave = 0; wave < waves; wave += step) {
+    const int64_t first = wave * w.per_wave, end = std::min(w.tiles, first + w.per_wave);
+    for (int64_t x = 0; x < dies; ++x) {
+      rows.clear();
+      cols.clear();
+      for (int64_t t = first + ((x - first % dies) % dies + dies) % dies; t < end; t += dies) {
+        rows.push_back(t / nt);
+        cols.push_back(t % nt);
+      }
+      if (rows.empty()) continue;
+      const double tiles = double(rows.size());
+      std::sort(rows.begin(), rows.end());
+      std::sort(cols.begin(), cols.end());
+      const double nr = double(std::unique(rows.begin(), rows.end()) - rows.begin());
+      const double nc = double(std::unique(cols.begin(), cols.end()) - cols.begin());
+      loads += tiles * (bm + kBlockN);
+      unique += nr * bm + nc * kBlockN;
+    }
+  }
+  return loads > 0 ? 1.0 - unique / loads : 0.0;
 }
 
 GemmRouteCost gemm_route_cost(const hw::Hardware& hw, const GemmArHw& h, const std::string& build, const std::string& quant) {
@@ -238,7 +273,8 @@ hw::GroupConfig group_config(const GemmArHw& h, int ws) {
 class Node {
  public:
   Node(const hw::Hardware& hw, const GemmArConfig& c, sim::Simulation& sim, sim::FlowNetwork& net)
-      : hw(hw), h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)) {
+      : hw(hw), h(gemm_ar_hardware().read(hw)), c(c), sim(sim), net(net), ws(c.world_size), g(sim, net, group_config(h, ws)),
+        operand_l2_hit(gemm_operand_l2_hit(c, h.compute_units, h.workgroups_per_cu, int(h.xcds))) {
     // What-if: the window pinned in host memory. Every access to it crosses the GPU's PCIe link, one
     // resource per direction (PCIe is full duplex), each at pcie.window_write_rate.
     if (c.window_in_host_memory)
@@ -322,6 +358,7 @@ class Node {
   sim::FlowNetwork& net;
   int ws;
   hw::GpuGroup g;
+  const double operand_l2_hit;  ///< gemm_operand_l2_hit for this call's GEMM (the same on every rank)
 
  private:
   std::vector<sim::ResourceId> pcie_, pcie_rd_;
@@ -356,7 +393,9 @@ class Gemm {
     cost_ = gemm_route_cost(n_.hw, h, c.gemm_build, c.quant);
     wave_fixed_ = kblocks * cost_.wave_per_kblock;
     per_tile_ = cost_.tile_fixed;
-    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - h.operand_l2_hit);
+    // A/B bytes a tile's loads take from the memory fabric: those its die's L2 does not already hold
+    // from another tile of the wave (gemm_operand_l2_hit).
+    ab_tile_ = (double(bm) + kBlockN) * c.k * kFp8 * (1.0 - n_.operand_l2_hit);
     c_tile_ = double(bm) * kBlockN * kBf16;
     const int ws = n_.ws;
     dest_row_tiles_ = m_tiles_ / ws;
@@ -634,7 +673,7 @@ class Call {
           if (d == r) continue;
           const double cost = n_.h.device_submit + n_.h.submit_cost_per_outstanding * n_.g.max_outstanding(r);
           issuer(r).submit_cost(cost, [this, r, d, band, B, issued] {
-            n_.sdma_put(r, d, slice_ / B, 1.0, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
+            n_.sdma_put(r, d, slice_ / B, n_.h.gather_put_share, fmt::format("gather band {} ->gpu{}", band, d), {}, true);
             issued->arrive();
           });
         }
@@ -664,7 +703,7 @@ class Call {
     }
     n_.sim.after(n_.launch(), [this, r, wire, fp8] {
       for (int d = 0; d < ws_; ++d)
-        if (d != r) n_.sdma_put(r, d, wire, 1.0, fmt::format("gather ->gpu{}", d), {}, true);
+        if (d != r) n_.sdma_put(r, d, wire, n_.h.gather_put_share, fmt::format("gather ->gpu{}", d), {}, true);
       n_.g.when_queues_idle(r, [this, r, fp8] {
         b2_->arrive(r, [this, r, fp8] {
           if (!fp8) return finish(r, "gather");

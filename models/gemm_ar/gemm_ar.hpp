@@ -24,9 +24,11 @@ struct GemmArHw {
   double launch_gap = 0, fixed_cost = 0, flag_barrier = 0;
   double queue_peak = 0, command_latency = 0, fabric_cost = 0, hbm_source_efficiency = 0, mall_capacity = 0;
   double device_submit = 0, submit_cost_per_outstanding = 0;
-  double workgroups_per_cu = 0, operand_l2_hit = 0;
+  double workgroups_per_cu = 0;
+  double xcds = 1;  ///< gpu.xcds (optional, default 1): dies whose CUs share one L2 (operand reuse: gemm_operand_l2_hit)
   double request_share = 1;  ///< sdma.gemm_request_share (optional, default 1): the GEMM waves' share on the request fabric
   double write_cost = 1;  ///< memory.write_cost (optional, default 1)
+  double gather_put_share = 1;  ///< sdma.gather_put_share (optional, default 1: what-if / diagnostic, not set in the MI355X file)
   // The GEMM per quantisation route, for the file's default build (GemmRouteCost; other builds in
   // sections gemm@BUILD): latency, wave_per_kblock, tile_fixed.
   double blockscale_latency = 0, blockscale_wave_per_kblock = 0, blockscale_tile_fixed = 0;
@@ -116,6 +118,20 @@ int64_t padded_m(const GemmArConfig& c);
 int effective_chunks(const GemmArConfig& c);
 /// The GEMM's tiles and waves for a config (BLOCK_M by quant, M padded as padded_m(), N tiles of 256).
 GemmWaves gemm_waves(const GemmArConfig& c, double compute_units, double workgroups_per_cu);
+/**
+ * The share of the GEMM's A/B tile loads served by an L2 (the rest crosses the memory fabric), from
+ * the kernel's structure rather than a key: tile index = workgroup id (the rotated and the linear
+ * order alike: row tile = index / N tiles, column = index % N tiles), workgroup i on die i mod xcds
+ * (MI300's round-robin dispatch over its XCDs, each with its own L2; assumed for gfx950), one wave of
+ * CUs x workgroups_per_cu resident workgroups moving through K together, so a die loads each row
+ * tile's A and each column tile's B its wave's tiles use once per wave (per 128-deep K block a wave's
+ * working set on a die is a few hundred KiB of a 4 MiB L2, the MI300X size) and nothing across waves (a wave streams
+ * all of K through the L2). The loads are weighted by bytes (BLOCK_M x K of A, 256 x K of B per
+ * tile); over at most 1024 waves sampled evenly. 0.751 at seed 000's [16384, 7168] blockscale over 8
+ * XCDs. It replaces gemm.operand_l2_hit, which no measurement identified (issue 17: the GEMM alone
+ * is compute-bound above a share of 0.27, and on the composites it traded off against sdma.fabric_cost).
+ */
+double gemm_operand_l2_hit(const GemmArConfig& c, double compute_units, double workgroups_per_cu, int xcds);
 
 /**
  * Symmetric window size in bytes. T = M_pad*N*2 (the bf16 output). bf16 wire: the GEMM's output

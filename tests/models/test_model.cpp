@@ -101,11 +101,14 @@ TEST(Registry, TheHardwareRegistryIsDerivedFromTheSpecsAndDeclaresEachConceptOnc
 }
 
 TEST(Registry, RequiredKeysFollowTheBindingsAndTheTopology) {
-  // gemm_ar: every binding but gpu.mall_capacity (default 0); afd: the NVLink domain's set on the
+  // gemm_ar: every binding but gpu.mall_capacity (default 0), sdma.gemm_request_share, memory.write_cost
+  // and gpu.xcds (default 1: one L2; the GEMM's operand reuse is derived from it, issue 17); afd: the NVLink domain's set on the
   // NVLink file, the pods' set on the pods file (gpu.compute_units has a default in both).
   const auto gemm = models::required_hardware_keys("gemm_ar", mi355x());
-  EXPECT_EQ(gemm.size(), 37u);  // 28 shared and model keys + 3 routes x 3 GEMM costs (gemm.<route>_*)
+  EXPECT_EQ(gemm.size(), 36u);  // 27 shared and model keys + 3 routes x 3 GEMM costs (gemm.<route>_*)
   EXPECT_EQ(std::count(gemm.begin(), gemm.end(), "gpu.mall_capacity"), 0);
+  EXPECT_EQ(std::count(gemm.begin(), gemm.end(), "gpu.xcds"), 0);
+  EXPECT_EQ(std::count(gemm.begin(), gemm.end(), "gemm.operand_l2_hit"), 0);  // derived, not a key (issue 17)
   const auto nv = models::load_hardware(kRoot + "/hw/h200-4gpu-nvlink.yaml");
   const auto pods = models::load_hardware(kRoot + "/hw/h100-ib-pods.yaml");
   const auto a = models::required_hardware_keys("afd", nv), b = models::required_hardware_keys("afd", pods);

@@ -293,6 +293,19 @@ TEST(GemmArGemm, APartialLastWaveCostsWhatItsTilesCost) {
   }
 }
 
+TEST(GemmArWhatIf, GatherPutShareMovesTheGatherPutsOnly) {
+  // sdma.gather_put_share (absent from hw/mi355x-8gpu.yaml: 1) scales the gather's puts alone; the
+  // diagnostic of issue 17 (README) fits it as a fifth composite key. At 1.1 the bf16 gather's bytes
+  // take 1/1.1 of their time (launch, command latency and barrier unchanged), the rest does not move.
+  hw::Hardware faster = mi355x();
+  faster.set_si("sdma.gather_put_share", 1.1);
+  const auto a = models::simulate_gemm_ar(mi355x(), cfg("fused-sdma")), b = models::simulate_gemm_ar(faster, cfg("fused-sdma"));
+  const double fixed = 4.887 + 6.25504 + 7.5;  // launch sum, sdma.command_latency, sync.flag_barrier
+  EXPECT_NEAR(phase(b, "gather") - fixed, (phase(a, "gather") - fixed) / 1.1, 0.5);
+  EXPECT_NEAR(phase(b, "gemm"), phase(a, "gemm"), 1e-6);
+  EXPECT_NEAR(phase(b, "drain"), phase(a, "drain"), 1e-6);
+}
+
 TEST(GemmArValidate, FuseReducePushRefusesTheFp8Wire) {
   GemmArConfig c = fp8("sdma");
   c.fuse_reduce_push = true;
@@ -377,6 +390,10 @@ TEST(GemmArOrdering, Fp8OverSdmaAtM4096IsWhatThePhaseTableAllows) {
 }
 
 TEST(GemmArOrdering, PullGridIsFlatFrom48To80AndSteepOutside) {
+  // Seed 000, 'The pull grid' (fp8/lsa, M=16384, MORI_GEMM_AR_PULL_BLOCKS): 1091 / 1006 / 962 / 959 /
+  // 963 / 1138 us at 24 / 32 / 48 / 64 / 80 / 256 blocks, "flat from 48 to 80, steep either side"
+  // (issue 17: the pull grid flat from 48 to 80 blocks, from the mechanism: Little's law below the
+  // links' read payload, the congestion knee above it).
   auto pull = [](int blocks) {
     GemmArConfig c = fp8("lsa");
     c.pull_blocks = blocks;
