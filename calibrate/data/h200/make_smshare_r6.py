@@ -14,6 +14,11 @@ count or a coefficient.
   /usr/bin/python3 make_smshare_r6.py --measured the same cases with run 13's beside times and their sources
   /usr/bin/python3 make_smshare_r6.py --candidates  print every candidate shape's kernel, tiles and, per new B,
                                                     the engine's slots and whether the drain is a whole wave
+  --machine h100 (any of the above): the same on the H100 (the default is --machine h200): records of
+  calibrate/data/h100/ named *_r6_h100* (ncu_launchstats_gemm_once_r6_h100.csv, probe_smshare_alone_r6_h100.jsonl,
+  probe_smshare_alone_r6m_h100.jsonl, probe_smshare_beside_r6_h100.jsonl), hw/h100-1gpu.yaml with its sm_map
+  hw/data/h100-sm-map.jsonl, scenarios/h100-sm-sharing-r6.yaml, calibrate/data/h100/smshare_predictions_r6_h100.json.
+  The grid rule (choose()) is the same; it reads that machine's alone records.
 """
 import csv, datetime, io, json, math, os, re, subprocess, sys
 
@@ -24,16 +29,26 @@ CAND = [(3072, 4608, 8192), (3456, 3840, 8192), (2304, 3840, 8192), (2688, 4608,
         (4096, 3072, 8192), (2048, 2048, 6144), (1920, 2304, 8192)]
 CANDB = [3, 5, 7, 9, 11, 13, 14, 15, 17, 19, 21, 23, 25, 27, 29, 30, 31, 41, 42, 43, 44, 45, 46]
 # Round 6's grid is chosen by choose() below from the candidates' alone records (run 12), before any beside run.
-A6 = "probe_smshare_alone_r6.jsonl"
-NCU = "ncu_launchstats_gemm_once_r6.csv"
+MACH = sys.argv[sys.argv.index("--machine") + 1] if "--machine" in sys.argv else "h200"
+if MACH not in ("h200", "h100"): sys.exit(f"--machine h200 or h100 (got {MACH})")
+SUF = "" if MACH == "h200" else "_" + MACH
+GPU = {"h200": "H200", "h100": "H100"}[MACH]
+REL = f"calibrate/data/{MACH}"
+DATA = os.path.join(ROOT, REL)
+HW = f"hw/{MACH}-1gpu.yaml"
+SCEN = f"scenarios/{MACH}-sm-sharing-r6.yaml"
+A6 = f"probe_smshare_alone_r6{SUF}.jsonl"
+A6M = f"probe_smshare_alone_r6m{SUF}.jsonl"
+BES = f"probe_smshare_beside_r6{SUF}.jsonl"
+NCU = f"ncu_launchstats_gemm_once_r6{SUF}.csv"
 
-alone = [json.loads(l) for l in open(os.path.join(HERE, A6)).read().splitlines()]
+alone = [json.loads(l) for l in open(os.path.join(DATA, A6)).read().splitlines()]
 gemm = {(d["m"], d["n"], d["k"]): (i + 1, d) for i, d in enumerate(alone) if d["measure"] == "gemm_alone" and d["sm_target"] == 0}
 nb = {}
 for i, d in enumerate(alone):
     if d["measure"] == "neighbour_alone": nb[(d["neighbour"], d["blocks"])] = (A6, i + 1, d)
 
-txt = "".join(l for l in open(os.path.join(HERE, NCU)) if l.startswith('"'))
+txt = "".join(l for l in open(os.path.join(DATA, NCU)) if l.startswith('"'))
 ks = {}
 for r in csv.DictReader(io.StringIO(txt)):
     if "nvjet" in r["Kernel Name"]:
@@ -53,9 +68,9 @@ tiles_of = lambda sh: math.ceil(sh[1] / kern[sh]["tile_m"]) * math.ceil(sh[0] / 
 
 
 def engine_slots():
-    """B -> 2-CTA cluster slots of hw::dispatch_placement over hw/data/h200-sm-map.jsonl (the engine's rule,
+    """B -> 2-CTA cluster slots of hw::dispatch_placement over the hardware file's sm_map (the engine's rule,
     re-implemented here only to print the design; the predictions come from fusesim run)."""
-    rows = [json.loads(l) for l in open(os.path.join(ROOT, "hw", "data", "h200-sm-map.jsonl"))]
+    rows = [json.loads(l) for l in open(os.path.join(ROOT, "hw", "data", f"{MACH}-sm-map.jsonl"))]
     gpc = {r["sm"]: r["gpc"] for r in rows}; tpc = {r["sm"]: r["tpc"] for r in rows}
     first = [r["sm"] for r in sorted((r for r in rows if "dispatch_first" in r), key=lambda r: r["dispatch_first"])]
     G = max(gpc.values()) + 1
@@ -149,17 +164,17 @@ if "--grid" in sys.argv:  # the arguments of device_run_r6.sh measure
     print(",".join(f"{a}x{b}x{c}" for a, b, c in SHAPES), ",".join(map(str, BLOCKS)))
     sys.exit(0)
 
-PRED = os.path.join(HERE, "smshare_predictions_r6.json")
+PRED = os.path.join(DATA, f"smshare_predictions_r6{SUF}.json")
 pre = {p["id"]: p["predicted_us"] for p in json.load(open(PRED))["predictions"]} if os.path.exists(PRED) else {}
 NOTES = {}  # id -> known_miss note, written only after run 13, from what its records show
 
 measured = {}
 if "--measured" in sys.argv:
-    for i, l in enumerate(open(os.path.join(HERE, "probe_smshare_beside_r6.jsonl")).read().splitlines()):
+    for i, l in enumerate(open(os.path.join(DATA, BES)).read().splitlines()):
         d = json.loads(l)
         if d["measure"] == "gemm_beside": measured[(d["m"], d["n"], d["k"], d["neighbour"], d["blocks"])] = (i + 1, d)
     # Drift (run 13's alone records against run 12's, which the predictions used): printed, not used.
-    for l in open(os.path.join(HERE, "probe_smshare_alone_r6m.jsonl")).read().splitlines():
+    for l in open(os.path.join(DATA, A6M)).read().splitlines():
         d = json.loads(l)
         if d["measure"] == "gemm_alone" and d["sm_target"] == 0 and (d["m"], d["n"], d["k"]) in gemm:
             a = gemm[(d["m"], d["n"], d["k"])][1]["time_us"]
@@ -168,16 +183,16 @@ if "--measured" in sys.argv:
             a = nb[("copy", d["blocks"])][2]["GBps"]
             print(f"drift copy alone B = {d['blocks']}: {d['GBps']} GB/s vs {a} ({100 * (d['GBps'] / a - 1):+.2f}%)")
 
-out = ["# A GEMM beside a kernel holding B SMs on one H200, round 6 of issue 19: GEMM shapes never measured before at B",
+out = [f"# A GEMM beside a kernel holding B SMs on one {GPU}, round 6 of issue 19: GEMM shapes never measured before at B",
        f"# = {', '.join(map(str, BLOCKS))} (never used before in any round) x 2 neighbours. Params are the components measured",
        "# alone (run 12: the GEMM's alone time and ncu launch statistics; the neighbours' attributes and the copy",
        "# kernel's bandwidth alone at each B); placement, cluster slots, late CTAs, the whole-wave drain wait and the",
-       "# HBM stretch are computed by models/sm_sharing (models::gemm_beside on hw::run_persistent) from hw/h200-1gpu.yaml.",
-       "# Generated by calibrate/data/h200/make_smshare_r6.py; predictions pre-registered in",
-       "# calibrate/data/h200/smshare_predictions_r6.json before run 13 measured the beside times.",
-       "scenario: h200-sm-sharing-r6",
-       f'description: "round 6: cuBLASLt GEMM ({len(SHAPES)} new shapes) beside a copy or compute kernel of B = {", ".join(map(str, BLOCKS))} blocks on one H200"',
-       "hardware: hw/h200-1gpu.yaml", "model: sm_sharing", "tolerance_pct: 12", "cases:"]
+       f"# HBM stretch are computed by models/sm_sharing (models::gemm_beside on hw::run_persistent) from {HW}.",
+       f"# Generated by calibrate/data/h200/make_smshare_r6.py{'' if MACH == 'h200' else ' --machine ' + MACH}; predictions pre-registered in",
+       f"# {REL}/smshare_predictions_r6{SUF}.json before run 13 measured the beside times.",
+       f"scenario: {MACH}-sm-sharing-r6",
+       f'description: "round 6: cuBLASLt GEMM ({len(SHAPES)} new shapes) beside a copy or compute kernel of B = {", ".join(map(str, BLOCKS))} blocks on one {GPU}"',
+       f"hardware: {HW}", "model: sm_sharing", "tolerance_pct: 12", "cases:"]
 for sh in SHAPES:
     k = kern[sh]
     gl, g = gemm[sh]
@@ -199,16 +214,29 @@ for sh in SHAPES:
                 miss = NOTES.get(cid, "")
                 if not miss and cid in pre and abs(100 * (pre[cid] - d["time_us"]) / d["time_us"]) > 12:
                     miss = "the model lacks: unexplained (no note)"
-                out += [f"    measured: {{value_us: {d['time_us']}, source: \"calibrate/data/h200/probe_smshare_beside_r6.jsonl line {ml} "
+                out += [f"    measured: {{value_us: {d['time_us']}, source: \"{REL}/{BES} line {ml} "
                         f"(commit {d['commit'][:12]}, {d['date']}); {src}\"" + (f", known_miss: \"{miss}\"" if miss else "") + "}"]
             else:
                 out += [f"    # {src}"]
-scen = os.path.join(ROOT, "scenarios", "h200-sm-sharing-r6.yaml")
+scen = os.path.join(ROOT, SCEN)
 open(scen, "w").write("\n".join(out) + "\n")
-print("wrote scenarios/h200-sm-sharing-r6.yaml")
+print(f"wrote {SCEN}")
+
+def hwdesc():
+    """The hardware file and the values the predictions rest on (for H200: the string of before, from the file)."""
+    t = open(os.path.join(ROOT, HW)).read()
+    v = lambda k: re.search(k + r': \{value: "([0-9.e+-]+)', t).group(1)
+    s = f"{HW} (smshare.tile_rate_max {v('tile_rate_max').rstrip('TFLOPs')} TFLOP/s, smshare.hbm_queue_kappa {v('hbm_queue_kappa')}, table sm_map)"
+    if MACH != "h200":
+        s = (f"{HW} (smshare.tile_rate_at_zero {v('tile_rate_at_zero')} TFLOP/s, tile_rate_slope {v('tile_rate_slope')}, "
+             f"tile_rate_max {v('tile_rate_max')} TFLOP/s, memory.fabric_bandwidth {v('fabric_bandwidth')} GB/s fitted/measured on "
+             f"this {GPU}'s alone records; smshare.hbm_queue_kappa {v('hbm_queue_kappa')} ASSUMED, borrowed from the H200 beside fit; "
+             f"table sm_map hw/data/{MACH}-sm-map.jsonl)")
+    return s
+
 
 if "--predict" in sys.argv:
-    cmd = ["build/fusesim", "run", "scenarios/h200-sm-sharing-r6.yaml", "--format", "json"]
+    cmd = ["build/fusesim", "run", SCEN, "--format", "json"]
     res = json.loads(subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "hw", "models", "sim"], cwd=ROOT,
@@ -216,14 +244,14 @@ if "--predict" in sys.argv:
     keys = ("predicted_us", "cta_slots", "late_ctas", "whole_wave_drain", "hbm_stretch", "alone_us", "neighbour_sms", "tiles")
     preds = [dict(id=c["id"], **{k: c[k] for k in keys}) for c in res["cases"]]
     doc = {"what": (f"ROUND 6 of issue 19: PRE-REGISTERED predictions of the GEMM beside a copy or compute kernel of B blocks on one "
-                    f"H200: {len(SHAPES)} shapes never measured before ({', '.join('x'.join(map(str, s)) for s in SHAPES)}) at B = "
+                    f"{GPU}: {len(SHAPES)} shapes never measured before ({', '.join('x'.join(map(str, s)) for s in SHAPES)}) at B = "
                     f"{', '.join(map(str, BLOCKS))} (never used before in any round), {len(preds)} points, made by fusesim run on the "
                     "committed scenario before run 13 measures them. The model is models::gemm_beside with the engine's whole-wave "
                     "drain wait (hw::PersistentGemm, round 6: one tile time more when the first drain of a persistent grid ends on "
                     "a whole wave); whole_wave_drain says where the engine charged it."),
            "command": " ".join(cmd), "commit": head, "engine_tree_dirty": bool(dirty),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "hardware": "hw/h200-1gpu.yaml (smshare.tile_rate_max 7.0605 TFLOP/s, smshare.hbm_queue_kappa 0.06333, table sm_map)",
+           "hardware": hwdesc(),
            "predictions": preds}
     json.dump(doc, open(PRED, "w"), indent=1)
     print(f"wrote {PRED}: {len(preds)} predictions, {sum(p['whole_wave_drain'] for p in preds)} with the whole-wave wait")
