@@ -1,5 +1,6 @@
 // The plot of `fusesim tune --plot` (calibrate/tune_plot.hpp).
 #include "calibrate/tune_plot.hpp"
+#include "hw/io.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -15,12 +16,10 @@
 namespace fusesim::calibrate {
 namespace {
 
-/// Write `text` to `path`. Errors: std::runtime_error naming the file.
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !(f << text) || !(f.flush()))
-    throw std::runtime_error(fmt::format("--plot: cannot write '{}': {}", path, std::strerror(errno)));
-}
+/// Write `text` to `path` through a temporary renamed into place (hw::write_outputs_atomic), which
+/// replaces a symbolic link at `path` rather than following it; 0666 less the umask. Errors:
+/// std::runtime_error naming --plot and the file.
+void write_file(const std::string& path, const std::string& text) { hw::write_outputs_atomic({{path, text, "--plot", true}}); }
 
 /// Whether `exe` is found in PATH (or is a path to an executable).
 bool in_path(const std::string& exe) {
