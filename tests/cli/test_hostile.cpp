@@ -963,3 +963,24 @@ TEST(PlotFiles, CheckPlotReplacesPlantedLinksAndKeepsDistinctIdsApart) {
     EXPECT_EQ(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read) << f;
   }
 }
+
+// tune --plot: its data, script, images and gnuplot log replace a planted link too (the images are
+// drawn into hidden `.NAME.png.part` files renamed into place), all 0666 less the umask.
+TEST(PlotFiles, TunePlotReplacesPlantedLinks) {
+  const fs::path d = fresh_dir();
+  const fs::path plots = d / "plots";
+  fs::create_directories(plots);
+  const std::string victim = (d / "victim.txt").string();
+  std::ofstream(victim) << "precious\n";
+  for (const char* f : {"tune_shape0.dat", "tune_shape0.gp", "tune_shape0.png", "tune_shape0.svg", "tune_shape0.gnuplot.log"})
+    fs::create_symlink(victim, plots / f);
+  const Ran r = sh("umask 022 && " + kBin + " tune --shape n=7168,k=2048,world_size=8 --m 1024:4096 --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_file(victim), "precious\n");
+  for (const auto& f : files_under(plots)) {
+    EXPECT_FALSE(fs::is_symlink(plots / f)) << f;
+    EXPECT_NE(f[0], '.') << "a temporary left: " << f;
+    EXPECT_EQ(fs::status(plots / f).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read) << f;
+  }
+}
