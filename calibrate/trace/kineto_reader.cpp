@@ -592,6 +592,13 @@ class KinetoSax {
   bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& ex) {
     std::string what = ex.what();
+    if (ex.id == 406) {  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+      const auto p = what.find("] ");
+      throw TraceError(out_.path, static_cast<int64_t>(position > 0 ? position - 1 : 0),
+                       fmt::format("a number out of the range of a double ({}), expected a finite number",
+                                   p == std::string::npos ? what : what.substr(p + 2)),
+                       src_.line());
+    }
     // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column N: " prefix:
     // we report the byte offset and line ourselves.
     if (auto p = what.find(": "); p != std::string::npos && what.rfind("[json.exception", 0) == 0)
