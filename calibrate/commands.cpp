@@ -461,15 +461,16 @@ void register_calibrate_commands(CLI::App& calibrate) {
     hw::check_output_files(outputs);
     // No output over an input (a fresh-user trial's --report F replaced its --hw or --measurements
     // file F with the JSON report). --out may name --hw: writing the calibrated file in place.
-    for (const auto& o : outputs) {
-      if (o.option == "--report" && hw::same_existing_file(o.path, a->hw))
-        throw std::invalid_argument(fmt::format("--report '{}' is the --hw file: writing there would overwrite it; give another file", o.path));
-      for (const auto& m : a->measurements)
-        if (hw::same_existing_file(o.path, m))
-          throw std::invalid_argument(fmt::format("{} '{}' is the measurement file '{}': writing there would overwrite it; give another file",
-                                                  o.option, o.path, m));
-    }
+    std::vector<scenario::InputFile> named{{a->hw, "--hw file", "--out"}};
+    for (const auto& m : a->measurements) named.push_back({m, "measurement file", ""});
+    scenario::refuse_outputs_over_inputs(outputs, named);
     const auto hw = models::load_hardware(a->hw);
+    // ... nor over a measured table of --hw (a fresh-user trial's --out TABLE replaced one).
+    {
+      auto in = scenario::input_files(nullptr, &hw);
+      in.front().replaceable_by = "--out";  // the hardware file itself, calibrated in place
+      scenario::refuse_outputs_over_inputs(outputs, in);
+    }
     std::vector<calibrate::Record> rejected;
     std::vector<std::string> warnings;
     auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings, a->layout);
@@ -683,10 +684,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
       // and the text of every unchanged value), so a diff against it shows what the fit changed.
       std::string input;
       {
-        std::ifstream in(a->hw);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        input = ss.str();
+        input = hw::read_input_file(a->hw, "hardware file", hw::kMaxYamlFileBytes, "--hw");  // loaded above; bounded all the same
       }
       std::string fell_back;
       std::string text = calibrate::keep_input_layout(

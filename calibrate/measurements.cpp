@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "hw/hardware.hpp"
+#include "hw/io.hpp"
 #include "hw/json_limits.hpp"
 #include "hw/name_pattern.hpp"
 #include "hw/numbers.hpp"
@@ -111,8 +112,10 @@ json parse_json_at(const std::string& text, const std::string& file, int line) {
   try {
     if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) return json::parse(quote_nan_literals(text));
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw FileError(file, line, "", fmt::format("malformed JSON: {}", e.what()));
+  } catch (const json::exception& e) {
+    // A syntax error or a number out of the range of a double ("1e400", out_of_range 406): the file
+    // and line, never nlohmann's bare message.
+    throw FileError(file, line, "", hw::json_error_text(e));
   }
 }
 
@@ -973,9 +976,9 @@ ParseResult parse_afd_document(const std::string& text, const std::string& file,
   hw::check_json_limits(text, {file, 0, ""});  // nesting and size, before the parser sees it
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // byte offset -> line
-    throw FileError(file, line_at(text, e.byte > 0 ? e.byte - 1 : 0), "", fmt::format("malformed JSON: {}", e.what()));
+  } catch (const json::exception& e) {
+    // A syntax error (its byte offset -> line) or a number out of the range of a double ("1e400").
+    throw FileError(file, hw::json_error_line(text, {file, 0, ""}, e), "", hw::json_error_text(e));
   }
   if (!doc.is_object()) throw FileError(file, 1, "", "expected a JSON object at the top level");
   AfdDoc d{text, file};
@@ -1056,11 +1059,10 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
 ParseResult parse_measurement_file(const std::string& path, double phase_weight, const std::string& layout) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".yaml" || ext == ".yml") return parse_scenario_file(path, phase_weight);
-  std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "", "cannot open measurement file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  // Bounded (hw/io.hpp): /dev/zero, a FIFO, a directory or a file of hundreds of MB is refused
+  // before it is read (it was read whole: 2 GB, then a bare std::bad_alloc).
+  const std::string text = hw::read_input_file(path, "measurement file (JSON lines, a log with RESULT_JSON lines or a JSON document)",
+                                               hw::kMaxMeasurementFileBytes, "--measurements");
   // A multi-line JSON document (seed-004 layout): the first non-blank line is a lone '{' or the
   // first object does not close on its line.
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -1081,6 +1083,9 @@ ParseResult parse_measurement_file(const std::string& path, double phase_weight,
       try {
         whole = hw::parse_json_bounded(text, {path, 0, ""}).is_object();
       } catch (const hw::FileError&) {
+        // A first line that is a lone '{' opens a document (seed-004 layout): its error (a syntax
+        // error, a number out of range) names the line in the document, not line 1 as a JSON line.
+        if (l1 == "{") throw;
       }
       if (whole) return parse_afd_document(text, path, phase_weight);
     }

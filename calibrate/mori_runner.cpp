@@ -1,4 +1,5 @@
 #include "calibrate/mori_runner.hpp"
+#include "hw/io.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -573,6 +574,11 @@ void append_line(const std::string& path, const json& j) {
 /// interrupted write) by ending the file with a newline so appended records stay one per line.
 std::set<std::string> done_runs(const std::string& path, std::ostream& msg) {
   std::set<std::string> done;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return done;
+  // Bounded (hw/io.hpp): the records file is also a calibrate fit --measurements file; a FIFO or
+  // device in its place is refused before it is opened.
+  hw::check_input_file(path, "records file of an earlier calibrate mori run (JSON lines)", hw::kMaxMeasurementFileBytes, "--out");
   std::ifstream in(path);
   if (!in) return done;
   std::string line;
@@ -628,7 +634,7 @@ int run_mori_sweep(const MoriOptions& opt) {
     throw std::runtime_error(fmt::format("--mori-dir '{}' is not a directory (a mori checkout built with BUILD_CCO_SDMA=ON)", opt.mori_dir));
   YAML::Node sweep;
   try {
-    sweep = YAML::LoadFile(opt.sweep_path);
+    sweep = hw::load_yaml_map(opt.sweep_path, "sweep file");  // bounded (hw/io.hpp): no FIFO, device or huge file
   } catch (const YAML::BadFile&) {
     throw FileError(opt.sweep_path, 0, "", "cannot open sweep file");
   } catch (const YAML::Exception& e) {
@@ -782,7 +788,7 @@ std::string case_id(const json& p) {
 int write_plan_scenario(const PlanOptions& po, const MoriOptions& opt) {
   YAML::Node sweep;
   try {
-    sweep = YAML::LoadFile(opt.sweep_path);
+    sweep = hw::load_yaml_map(opt.sweep_path, "sweep file");  // bounded (hw/io.hpp): no FIFO, device or huge file
   } catch (const YAML::BadFile&) {
     throw FileError(opt.sweep_path, 0, "", "cannot open sweep file");
   } catch (const YAML::Exception& e) {

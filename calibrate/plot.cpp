@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ std::string gp_quote(const std::string& s) { return plotnames::gnuplot_literal(s
 
 /// DIR/STEM for a stem derived from input: sanitised to a safe set, kept inside DIR.
 std::string output_base(const std::string& dir, const std::string& stem) {
-  return plotnames::path_inside(dir, plotnames::safe_file_stem(stem)).string();
+  return plotnames::path_inside(dir, plotnames::unique_file_stem(stem)).string();  // distinct ids: distinct files
 }
 
 /// Series label: the parameters other than x that vary within the table.
@@ -86,7 +87,10 @@ bool find_in_path(const std::string& exe) {
 int run_gnuplot(const std::string& exe, const std::string& script, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  // A link planted at LOG is removed, not followed (O_NOFOLLOW | O_EXCL): gnuplot's messages stay
+  // in the --plot folder.
+  ::unlink(log.c_str());
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   std::vector<std::string> args{exe, script};
   std::vector<char*> argv;
@@ -104,7 +108,10 @@ int run_gnuplot(const std::string& exe, const std::string& script, const std::st
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-void write_text(const std::string& path, const std::string& text) { hw::write_file_atomic(path, text); }
+/// Every plot side file (.csv, .gp) through a temporary renamed into place that replaces a symbolic
+/// link at `path` rather than following it (one planted in the --plot folder made fusesim write
+/// outside it), 0666 less the umask like the images.
+void write_text(const std::string& path, const std::string& text) { hw::write_outputs_atomic({{path, text, "--plot", true}}); }
 
 /// A new empty hidden file `.STEM.XXXXXX` beside `final_path`, registered for removal on a signal
 /// from the moment it exists (hw/temp_files.hpp). Errors: std::runtime_error naming the folder.
@@ -142,8 +149,13 @@ int render_images(const std::string& exe, const std::string& base, const std::st
     rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
     return rc;
   }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
   for (auto* t : {png.get(), svg.get()}) {
     const std::string dest = t == png.get() ? base + ".png" : base + ".svg";
+    // mkstemp made it 0600; the images get the CSV and .gp files' 0666 less the umask.
+    if (::chmod(t->path().c_str(), 0666 & ~mask) != 0)
+      throw std::runtime_error(fmt::format("cannot set the permissions of '{}': {}", t->path(), std::strerror(errno)));
     if (::rename(t->path().c_str(), dest.c_str()) != 0)
       throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", dest, std::strerror(errno)));
     t->release();

@@ -37,7 +37,10 @@ std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric
  * spanning the measured range (log-spaced when max/min >= 4, rounded for integer parameters);
  * trials the model refuses are skipped. Files: DIR/PREFIX<table>.csv (id, series, x, measured_us,
  * predicted_us, error_pct, held_out, source), DIR/PREFIX<table>.curve.csv, .gp, .png, .svg.
- * gnuplot missing: the CSV files are still written and the report says so.
+ * gnuplot missing: the CSV files are still written and the report says so. <table> is made a file
+ * stem by plotnames::unique_file_stem (tables that sanitise alike get distinct files). Every file
+ * goes through a temporary renamed into place, replacing (never following) a symbolic link of its
+ * name in DIR, written 0666 less the umask.
  * Errors: std::runtime_error when DIR cannot be created or a file cannot be written.
  */
 PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts, const std::vector<double>& predicted_us,
@@ -53,7 +56,8 @@ struct TimelineBar {
  * A Gantt chart of one exchange: each row in `rows` order (top to bottom) with its kernels as bars
  * coloured by kernel name (legend), e.g. measured and predicted rows per device so that a kernel's
  * shift or stretch is seen at once. Files: DIR/NAME.timeline.csv (row, kernel, start_us, end_us,
- * duration_us), .gp, .png, .svg; gnuplot missing or failing: the CSV is still written and the
+ * duration_us), .gp, .png, .svg (NAME made a stem by plotnames::unique_file_stem; files written as
+ * write_plots writes them); gnuplot missing or failing: the CSV is still written and the
  * report says so. Errors: std::runtime_error when a file cannot be written.
  */
 PlotReport write_timeline_plot(const std::string& dir, const std::string& name, const std::string& title,

@@ -9,6 +9,9 @@
 
 #include <cctype>
 #include <filesystem>
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,6 +63,22 @@ inline std::string safe_file_stem(std::string_view s, size_t max_len = 150) {
   if (o.empty()) return "unnamed";
   if (o[0] == '.') o[0] = '_';
   return o;
+}
+
+/// safe_file_stem(s, max_len) when that keeps `s` as it is; otherwise (a character replaced, or cut
+/// at max_len) the sanitised text cut to leave room, then '-' and 8 hex digits of a 64-bit FNV-1a
+/// hash of the whole of `s`: ids that sanitise alike (`a?b/x`, `a*b/x`; two long ids differing
+/// past max_len) get distinct stems instead of overwriting each other's files. At most max_len bytes
+/// (max_len >= 16); the same `s` always gives the same stem.
+inline std::string unique_file_stem(std::string_view s, size_t max_len = 150) {
+  const std::string plain = safe_file_stem(s, max_len);
+  if (plain == s) return plain;
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%08llx", static_cast<unsigned long long>((h >> 32) ^ (h & 0xffffffffull)) & 0xffffffffull);
+  std::string o = plain.substr(0, std::min(plain.size(), max_len - 9));
+  return o + "-" + hex;
 }
 
 /// `dir / name` where `name` must be a plain file name (no '/', not "." or "..", not empty);

@@ -1,5 +1,6 @@
 // The plot of `fusesim tune --plot` (calibrate/tune_plot.hpp).
 #include "calibrate/tune_plot.hpp"
+#include "hw/io.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,12 +17,10 @@
 namespace fusesim::calibrate {
 namespace {
 
-/// Write `text` to `path`. Errors: std::runtime_error naming the file.
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !(f << text) || !(f.flush()))
-    throw std::runtime_error(fmt::format("--plot: cannot write '{}': {}", path, std::strerror(errno)));
-}
+/// Write `text` to `path` through a temporary renamed into place (hw::write_outputs_atomic), which
+/// replaces a symbolic link at `path` rather than following it; 0666 less the umask. Errors:
+/// std::runtime_error naming --plot and the file.
+void write_file(const std::string& path, const std::string& text) { hw::write_outputs_atomic({{path, text, "--plot", true}}); }
 
 /// Whether `exe` is found in PATH (or is a path to an executable).
 bool in_path(const std::string& exe) {
@@ -46,8 +46,12 @@ int run_in(const std::string& dir, const std::string& gnuplot, const std::string
   if (pid < 0) return -1;
   if (pid == 0) {
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f) ::dup2(::fileno(stdout), 2);
+    // O_EXCL | O_NOFOLLOW: the log is new (the caller removed any file or link of its name).
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
     ::execlp(gnuplot.c_str(), gnuplot.c_str(), script.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -83,9 +87,13 @@ PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, con
     write_file(dir + "/" + name + ".dat", dat);
     rep.csv_files.push_back(dir + "/" + name + ".dat");
     // Fixed text only: the shape's own words stay in the data file's comment.
+    // The script kept for the user names NAME.png/.svg; the one run writes hidden `.NAME.png.part`
+    // files, renamed into place when gnuplot succeeded (a link planted at NAME.png is replaced, not
+    // followed; no partial image under a final name).
+    auto script = [&](const std::string& prefix, const std::string& suffix) {
     std::string gp;
     for (const auto& [term, ext] : {std::pair<const char*, const char*>{"pngcairo size 900,600", "png"}, {"svg size 900,600", "svg"}}) {
-      gp += fmt::format("set terminal {}\nset output '{}.{}'\n", term, name, ext);
+      gp += fmt::format("set terminal {}\nset output '{}{}.{}{}'\n", term, prefix, name, ext, suffix);
       gp += "set logscale x 2\nset xlabel 'M (rows)'\nset ylabel 'predicted time (us)'\nset key top left\nset grid\n";
       gp += "set title 'fusesim tune: best setting vs baseline (shape: see the .dat file)'\n";
       // The serving threshold (a number the search computed, no input text): a dashed line.
@@ -99,13 +107,24 @@ PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, con
                         "'' using 1:5 with linespoints lw 2 lc rgb '#b22222' title 'baseline'\nunset output\n",
                         name);
     }
-    write_file(dir + "/" + name + ".gp", gp);
+    return gp;
+    };
+    write_file(dir + "/" + name + ".gp", script("", ""));
     rep.csv_files.push_back(dir + "/" + name + ".gp");
     if (!rep.gnuplot_found) continue;
-    const int rc = run_in(dir, gnuplot, name + ".gp", name + ".gnuplot.log");
+    write_file(dir + "/." + name + ".run.gp", script(".", ".part"));
+    fs::remove(dir + "/" + name + ".gnuplot.log", ec);  // a planted link is removed, not written through
+    const int rc = run_in(dir, gnuplot, "." + name + ".run.gp", name + ".gnuplot.log");
+    fs::remove(dir + "/." + name + ".run.gp", ec);
     if (rc != 0) {
+      for (const char* ext : {"png", "svg"}) fs::remove(fmt::format("{}/.{}.{}.part", dir, name, ext), ec);
       rep.messages.push_back(fmt::format("gnuplot failed on {}/{}.gp (exit {}); see {}/{}.gnuplot.log", dir, name, rc, dir, name));
       continue;
+    }
+    for (const char* ext : {"png", "svg"}) {
+      const std::string part = fmt::format("{}/.{}.{}.part", dir, name, ext), dest = fmt::format("{}/{}.{}", dir, name, ext);
+      if (::rename(part.c_str(), dest.c_str()) != 0)
+        throw std::runtime_error(fmt::format("--plot: cannot move the plot into '{}': {}", dest, std::strerror(errno)));
     }
     fs::remove(dir + "/" + name + ".gnuplot.log", ec);
     rep.image_files.push_back(dir + "/" + name + ".png");

@@ -15,8 +15,10 @@ namespace fusesim::calibrate {
  * Per shape i of `tune_result` (scenario::tune's output): DIR/tune_shape<i>.dat (a comment line
  * with the shape as JSON, then per M: m best_us best_lo best_hi baseline_us baseline_lo baseline_hi
  * and the best setting as JSON in the last column), .gp, .png and .svg. gnuplot missing or failing:
- * the data files are still written and the report says so. Errors: std::runtime_error when DIR
- * cannot be created or a file cannot be written.
+ * the data files are still written and the report says so. Every file replaces (never follows) a
+ * symbolic link of its name in DIR and is written 0666 less the umask; .dat and .gp through a
+ * temporary renamed into place, the images drawn into hidden `.NAME.png.part` files renamed when
+ * gnuplot succeeded. Errors: std::runtime_error when DIR cannot be created or a file cannot be written.
  */
 PlotReport write_tune_plots(const nlohmann::json& tune_result, const std::string& dir, const std::string& gnuplot = "gnuplot");
 

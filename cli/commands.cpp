@@ -122,13 +122,6 @@ void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res,
   }
 }
 
-/// `run` writes its outputs over no input: refuse an --out or --trace that is `input` (what names it).
-void refuse_overwriting_input(const std::vector<hw::OutputFile>& outputs, const std::string& input, const std::string& what) {
-  for (const auto& o : outputs)
-    if (hw::same_existing_file(o.path, input))
-      throw std::invalid_argument(fmt::format("{} '{}' is the {} '{}': writing there would overwrite it; give another file",
-                                              o.option, o.path, what, input));
-}
 
 /// `check --junit FILE` / `--save-predictions FILE` replace an existing FILE only when it is an earlier
 /// output of the same kind (its first 4 KiB hold `marker`): a scenario that cannot be loaded names no
@@ -179,7 +172,7 @@ void check_plot_dir(const std::string& dir) {
 /// A file with a top-level `scenario:` or `cases:` is a scenario file (models::Scenario::load).
 bool looks_like_scenario_file(const std::string& path) {
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    const YAML::Node root = hw::load_yaml_map(path, "hardware file");  // bounded: not YAML::LoadFile (a FIFO, /dev/zero)
     return root.IsMap() && (root["scenario"] || root["cases"]);
   } catch (const std::exception&) {
     return false;  // the hardware loader reports what is wrong with it
@@ -394,14 +387,15 @@ void register_all(CLI::App& app) {
     if (run_args->scenarios.size() > 1)
       throw std::invalid_argument(fmt::format("run takes one scenario file, got {}: {} (fusesim check takes several)",
                                               run_args->scenarios.size(), fmt::join(run_args->scenarios, ", ")));
-    refuse_overwriting_input(outputs, run_args->scenarios.at(0), "scenario file");
+    // No output over an input (scenario::refuse_outputs_over_inputs): the scenario file before it is
+    // loaded (one that cannot be loaded is still protected), then its hardware file and tables.
+    scenario::refuse_outputs_over_inputs(outputs, {{run_args->scenarios.at(0), "scenario file", ""}});
     hw::check_output_files(outputs);
     sim::set_default_event_budget(run_args->max_events);
     auto sc = scenario::load(run_args->scenarios.at(0), {run_args->max_cases, false});
-    refuse_overwriting_input(outputs, sc.hardware_path, "scenario's hardware file");
+    scenario::refuse_outputs_over_inputs(outputs, &sc, nullptr);
     auto hw = scenario::load_hardware(sc);
-    for (const auto& [name, t] : hw.tables())  // the measured tables the hardware file reads
-      refuse_overwriting_input(outputs, t.file, fmt::format("hardware file's measured table '{}'", name));
+    scenario::refuse_outputs_over_inputs(outputs, &sc, &hw);
     sim::TraceSink trace;
     scenario::RunOptions opt;
     opt.only = run_args->only;
@@ -446,18 +440,21 @@ void register_all(CLI::App& app) {
     // The baseline and the destinations are checked before any scenario runs.
     nlohmann::json baseline;
     if (!ci->baseline.empty()) {
-      std::ifstream in(ci->baseline);
-      if (!in) throw std::runtime_error(fmt::format("--baseline {}: cannot open: {}", ci->baseline, std::strerror(errno)));
-      std::ostringstream text;
-      text << in.rdbuf();
-      // Bounded (hw/json_limits.hpp): nesting and size checked before the parser sees the file.
-      baseline = hw::parse_json_bounded(text.str(), {ci->baseline, 0, "--baseline"});
+      // Bounded (hw/io.hpp, hw/json_limits.hpp): /dev/zero or a FIFO is refused before it is read;
+      // nesting, size and number range checked by the parser helper.
+      const std::string text = hw::read_input_file(ci->baseline, "--save-predictions JSON of an earlier check", hw::kMaxBaselineFileBytes,
+                                                   "--baseline");
+      baseline = hw::parse_json_bounded(text, {ci->baseline, 0, "--baseline"});
     }
     std::vector<hw::OutputFile> ci_outputs;
     if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
     if (!ci->save.empty()) ci_outputs.push_back({ci->save, "", "--save-predictions"});
-    for (const auto& path : *check_args) refuse_overwriting_input(ci_outputs, path, "scenario file");
-    if (!ci->baseline.empty()) refuse_overwriting_input(ci_outputs, ci->baseline, "--baseline file");
+    {
+      std::vector<scenario::InputFile> named;  // protected even when a scenario cannot be loaded
+      for (const auto& path : *check_args) named.push_back({path, "scenario file", ""});
+      if (!ci->baseline.empty()) named.push_back({ci->baseline, "--baseline file", ""});
+      scenario::refuse_outputs_over_inputs(ci_outputs, named);
+    }
     // The hardware files (and their measured tables) the scenarios read are inputs too (a fresh-user
     // trial's `check S --junit hw/mi355x-8gpu.yaml` replaced the hardware file with XML): checked
     // before anything runs. A scenario that cannot be loaded is reported by the loop below.
@@ -468,15 +465,14 @@ void register_all(CLI::App& app) {
       } catch (const std::exception&) {
         continue;
       }
-      refuse_overwriting_input(ci_outputs, sc->hardware_path, fmt::format("hardware file of {}", path));
-      std::vector<std::pair<std::string, std::string>> tables;  // (name, file)
+      scenario::refuse_outputs_over_inputs(ci_outputs, &*sc, nullptr);
+      std::optional<hw::Hardware> hwf;
       try {
-        const auto hwf = scenario::load_hardware(*sc);  // kept: tables() refers into it
-        for (const auto& [name, t] : hwf.tables()) tables.emplace_back(name, t.file);
+        hwf = scenario::load_hardware(*sc);
       } catch (const std::exception&) {
+        continue;  // reported by the loop below
       }
-      for (const auto& [name, file] : tables)
-        refuse_overwriting_input(ci_outputs, file, fmt::format("hardware file's measured table '{}'", name));
+      scenario::refuse_outputs_over_inputs(ci_outputs, &*sc, &*hwf);
     }
     for (const auto& o : ci_outputs)
       if (o.option == "--junit") refuse_replacing_foreign_file(o, "<testsuites", "a JUnit XML file that fusesim check wrote");
@@ -762,11 +758,16 @@ void register_all(CLI::App& app) {
   swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
   add_limit_options(swc, sw->max_cases, sw->max_events);
   swc->callback([sw] {
-    refuse_overwriting_input({{sw->out, "", "--out"}}, sw->scenario, "scenario file");
+    const std::vector<hw::OutputFile> outs{{sw->out, "", "--out"}};
+    scenario::refuse_outputs_over_inputs(outs, {{sw->scenario, "scenario file", ""}});
+    // A file name in a writable folder, as run --out: a FIFO hung at open(); /dev/null was accepted
+    // (unlike run) but a sweep's --out is also what --resume reads, cuts and appends to.
+    hw::check_output_files(outs);
     sim::set_default_event_budget(sw->max_events);
     auto sc = scenario::load(sw->scenario, {sw->max_cases, false});
-    refuse_overwriting_input({{sw->out, "", "--out"}}, sc.hardware_path, "scenario's hardware file");
+    scenario::refuse_outputs_over_inputs(outs, &sc, nullptr);
     auto hw = scenario::load_hardware(sc);
+    scenario::refuse_outputs_over_inputs(outs, &sc, &hw);  // its measured tables too
     scenario::SweepOptions o;
     o.out = sw->out;
     o.format = sw->format;
@@ -818,6 +819,8 @@ void register_all(CLI::App& app) {
     const models::ModelSpec* spec = models::find_spec(ta->model);
     if (!spec) throw std::invalid_argument(fmt::format("--model: unknown model '{}' (expected one of: {})", ta->model, models::model_names()));
     const auto hw = models::load_hardware(ta->hw);
+    // --out over --hw replaced the hardware file with the tune table (a fresh-user trial).
+    if (!ta->out.empty()) scenario::refuse_outputs_over_inputs({{ta->out, "", "--out"}}, nullptr, &hw);
     scenario::TuneOptions o;
     if (ta->shapes.empty() && ta->from_trace.empty()) throw std::invalid_argument("tune: give --shape K=V,... or --from-trace TRACE");
     if (!ta->from_trace.empty() && tc->count("--m") > 0)

@@ -106,7 +106,7 @@ void reject_extra_documents(const std::string& path, const std::string& what) {
   // 3-byte file `{},` there (issue 22). A document marker (`---` at the start of a line, alone or
   // followed by a blank) after content, or content after a `...` end marker, opens a second
   // document; one holding only blanks and comments is empty and ignored, as before.
-  std::ifstream in(path);
+  std::istringstream in(read_input_file(path, what, kMaxYamlFileBytes));  // bounded (hw/io.hpp)
   std::string text;
   auto marker = [](const std::string& t, const char* m) {
     return t.rfind(m, 0) == 0 && (t.size() == 3 || t[3] == ' ' || t[3] == '\t' || t[3] == '\r');
@@ -301,8 +301,15 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
         tab.kind = *kind;
         namespace fs = std::filesystem;
         tab.file = (fs::path(path).parent_path() / scalar(tv["file"], path, key + ".file")).lexically_normal().string();
-        std::ifstream tf(tab.file);
-        if (!tf) throw FileError(path, yaml_line(tv["file"]), key, "cannot open table file '" + tab.file + "'");
+        // Bounded (hw/io.hpp): a table that is /dev/zero, a FIFO, a directory or hundreds of MB is
+        // refused before it is read, naming the hardware file's line and the table.
+        std::string table_text;
+        try {
+          table_text = read_input_file(tab.file, fmt::format("measured table (JSON lines) of {}", key), kMaxTableFileBytes);
+        } catch (const FileError& e) {
+          throw FileError(path, yaml_line(tv["file"]), key, e.what());
+        }
+        std::istringstream tf(table_text);
         std::string ln;
         int no = 0;
         while (std::getline(tf, ln)) {

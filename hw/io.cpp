@@ -1,6 +1,7 @@
 #include "hw/io.hpp"
 #include "hw/temp_files.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <vector>
@@ -70,18 +72,71 @@ class AliasRefuser : public YAML::EventHandler {
 };
 }  // namespace
 
+namespace {
+std::string input_name(const std::string& what, const std::string& option) {
+  return option.empty() ? fmt::format("a {}", what) : fmt::format("a {} ({})", what, option);
+}
+}  // namespace
+
+std::uintmax_t check_input_file(const std::string& path, const std::string& what, std::uintmax_t max_bytes,
+                                const std::string& option) {
+  const std::string expected = input_name(what, option);
+  if (path.empty()) throw FileError("''", 0, "", fmt::format("an empty file name, expected {}", expected));
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) throw FileError(path, 0, "", fmt::format("does not exist, expected {}", expected));
+    if (err == ELOOP) throw FileError(path, 0, "", fmt::format("a loop of symbolic links, expected {}", expected));
+    throw FileError(path, 0, "", fmt::format("cannot read {}: {}", expected, std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) throw FileError(path, 0, "", fmt::format("is a directory, expected {}", expected));
+  if (!S_ISREG(st.st_mode))
+    throw FileError(path, 0, "", fmt::format("is not a regular file (a device, FIFO or socket), expected {}", expected));
+  const auto bytes = static_cast<std::uintmax_t>(st.st_size);
+  if (bytes > max_bytes)
+    throw FileError(path, 0, "",
+                    fmt::format("is {} bytes, more than the {} MiB {} may hold: refused, not read", bytes, max_bytes >> 20,
+                                expected));
+  return bytes;
+}
+
+std::string read_input_file(const std::string& path, const std::string& what, std::uintmax_t max_bytes,
+                            const std::string& option) {
+  check_input_file(path, what, max_bytes, option);
+  const std::string expected = input_name(what, option);
+  // O_NONBLOCK: a FIFO put in the file's place after the check must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw FileError(path, 0, "", fmt::format("cannot open {}: {}", expected, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw FileError(path, 0, "", fmt::format("is not a regular file (a device, FIFO or socket), expected {}", expected));
+  std::string text;
+  text.reserve(static_cast<size_t>(std::min<std::uintmax_t>(static_cast<std::uintmax_t>(st.st_size), max_bytes)));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw FileError(path, 0, "", fmt::format("cannot read {}: {}", expected, std::strerror(errno)));
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > max_bytes)
+      throw FileError(path, 0, "",
+                      fmt::format("grew past the {} MiB {} may hold while read: refused, not read", max_bytes >> 20, expected));
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
+}
+
 YAML::Node load_yaml_map(const std::string& path, const std::string& what, const ElementName& element_name) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw FileError(path, 0, "", fmt::format("is a directory, expected a {}", what));
-  // Bounded before reading: /dev/zero, a FIFO or a file of hundreds of MB would be read (or waited
-  // on) whole by yaml-cpp. The largest file fusesim ships is well under 1 MiB.
-  constexpr std::uintmax_t kMaxYamlBytes = std::uintmax_t(64) << 20;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw FileError(path, 0, "", fmt::format("is not a regular file (a device, FIFO or socket), expected a {}", what));
-  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > kMaxYamlBytes)
-    throw FileError(path, 0, "", fmt::format("is {} bytes, more than the {} MiB a {} may hold: refused, not parsed", bytes, kMaxYamlBytes >> 20, what));
-  std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "", fmt::format("cannot open {}: {}", what, std::strerror(errno)));
+  // Bounded before reading (read_input_file): /dev/zero, a FIFO or a file of hundreds of MB would
+  // be read (or waited on) whole by yaml-cpp. The largest file fusesim ships is well under 1 MiB.
+  const std::string whole = read_input_file(path, what, kMaxYamlFileBytes);
+  std::istringstream in(whole);
   // Flow nesting ([ and {) bounded before yaml-cpp's recursive parser sees it: thousands of levels
   // overflowed its stack. Quoted text and comments are skipped; the parser checks everything else.
   {
@@ -128,7 +183,7 @@ YAML::Node load_yaml_map(const std::string& path, const std::string& what, const
     // yaml-cpp reports an unclosed flow collection where it gave up (often the next entry's line);
     // name the line of the bracket left open, found by a scan that skips quoted text and comments.
     if (e.msg.find("flow not found") != std::string::npos) {
-      std::ifstream again(path);
+      std::istringstream again(whole);
       std::vector<std::pair<char, int>> open;
       std::string text;
       for (int n = 1; std::getline(again, text) && n <= e.mark.line + 1; ++n) {
@@ -306,12 +361,12 @@ void check_output_files(const std::vector<OutputFile>& files) {
     }
   for (const auto& f : files) {
     if (f.path.empty()) throw std::runtime_error(fmt::format("{}: expected a file name, got an empty one", output_name(f)));
-    const fs::path dest = destination(f.path);
+    const fs::path dest = f.replace_link ? fs::path(f.path) : destination(f.path);
     std::error_code ec;
-    const auto st = fs::status(dest, ec);
+    const auto st = f.replace_link ? fs::symlink_status(dest, ec) : fs::status(dest, ec);
     if (fs::is_directory(st))
       throw std::runtime_error(fmt::format("cannot write {}: is a directory, expected a file name", output_name(f)));
-    if (fs::exists(st) && !fs::is_regular_file(st))
+    if (fs::exists(st) && !fs::is_regular_file(st) && !(f.replace_link && fs::is_symlink(st)))
       throw std::runtime_error(fmt::format("cannot write {}: not a regular file (a device, pipe or socket), expected a file name", output_name(f)));
     const fs::path parent = dest.parent_path().empty() ? fs::path(".") : dest.parent_path();
     const auto pst = fs::status(parent, ec);
@@ -346,7 +401,7 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
   };
   // 1. Every text into its own temporary file beside its destination.
   for (const auto& f : files) {
-    dests.push_back(destination(f.path));
+    dests.push_back(f.replace_link ? fs::path(f.path) : destination(f.path));
     std::string tmp;
     const int fd = make_temp(dests.back(), tmp);
     bool ok = fd >= 0;
@@ -354,7 +409,7 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
     if (ok) {
       tmps.push_back(tmp);
       struct stat st {};
-      const mode_t mode = ::stat(dests.back().c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
+      const mode_t mode = !f.replace_link && ::stat(dests.back().c_str(), &st) == 0 ? (st.st_mode & 07777) : (0666 & ~mask);
       for (size_t done = 0; ok && done < f.text.size();) {
         const ssize_t n = ::write(fd, f.text.data() + done, f.text.size() - done);
         if (n < 0 && errno == EINTR) continue;
@@ -374,7 +429,7 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
   std::vector<bool> existed(files.size(), false);
   for (size_t i = 0; i < files.size(); ++i) {
     std::error_code ec;
-    existed[i] = fs::exists(dests[i], ec);
+    existed[i] = files[i].replace_link ? fs::exists(fs::symlink_status(dests[i], ec)) : fs::exists(dests[i], ec);
     if (!existed[i]) continue;
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::string name;

@@ -1,6 +1,7 @@
 // File helpers shared by the loaders and the command line.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <set>
 #include <string>
@@ -55,10 +56,57 @@ std::string yaml_reason(const YAML::Node& n, const std::string& file, const std:
 std::string yaml_field(const YAML::Node& n, const std::string& file, const std::string& key, const std::string& expected,
                        bool may_be_empty = false, int null_line = 0);
 
+/// Size limits for the files fusesim reads (bytes). Each is far above what a real file of the kind
+/// holds and far below what would exhaust memory; a file over its limit is refused before it is read.
+/// A scenario or hardware file (YAML): the largest shipped is under 1 MiB; generated sweeps stay small.
+inline constexpr std::uintmax_t kMaxYamlFileBytes = std::uintmax_t(64) << 20;
+/// A hardware file's measured table (JSON lines): the largest shipped is under 1 MiB; 64 MiB holds
+/// 60000 rows of ~1 KiB, and is the JSON document limit (hw/json_limits.hpp) a one-line file meets anyway.
+inline constexpr std::uintmax_t kMaxTableFileBytes = std::uintmax_t(64) << 20;
+/// A measurement file for calibrate fit (JSON lines, a log with RESULT_JSON lines, an AFD document):
+/// the largest recorded (calibrate/data) are a few MiB; read whole into memory, with every record
+/// kept, so 64 MiB (tens of thousands of records) bounds memory at a few hundred MiB.
+inline constexpr std::uintmax_t kMaxMeasurementFileBytes = std::uintmax_t(64) << 20;
+/// A trace's category/rules YAML (--rules, --categories): a list of patterns, a few KiB.
+inline constexpr std::uintmax_t kMaxRulesFileBytes = std::uintmax_t(4) << 20;
+/// A check --baseline (a --save-predictions JSON): about 1 KiB per prediction.
+inline constexpr std::uintmax_t kMaxBaselineFileBytes = std::uintmax_t(64) << 20;
+/// A sweep's --out read back by --resume: streamed line by line (each line bounded by the sweep), so
+/// this bounds the time spent, not memory: 10^7 cases of ~1 KiB rows.
+inline constexpr std::uintmax_t kMaxResumeFileBytes = std::uintmax_t(16) << 30;
+/// A Kineto trace as stored (gzip or plain): streamed, so this bounds the work, not memory; the
+/// largest real traces seen are a few hundred MB uncompressed.
+inline constexpr std::uintmax_t kMaxTraceFileBytes = std::uintmax_t(4) << 30;
+
+/**
+ * Check, without opening it, that `path` is an existing regular file of at most `max_bytes` bytes
+ * (by stat, following symbolic links, so a FIFO is refused before an open() that would wait on it).
+ * `what` names the file's role ("measurement file"); `option` (may be empty) the option that named
+ * it ("--measurements"). Errors: FileError naming the path, the option, what was expected and the
+ * limit, for a missing file, a directory, a device/FIFO/socket, a symbolic-link loop or a file over
+ * the limit. Returns the size in bytes.
+ */
+std::uintmax_t check_input_file(const std::string& path, const std::string& what, std::uintmax_t max_bytes,
+                                const std::string& option = "");
+
+/**
+ * The whole text of an input file, bounded: check_input_file, then an open that cannot block
+ * (O_NONBLOCK, re-checked by fstat, so a file swapped for a FIFO after the check is refused too)
+ * and a read of at most `max_bytes` (a file that grows past it while read is refused). The one way
+ * fusesim reads an input file whole (tables, measurements, rules, baselines). Errors: FileError as
+ * check_input_file, and for a file that cannot be opened or read (naming the system's reason).
+ */
+std::string read_input_file(const std::string& path, const std::string& what, std::uintmax_t max_bytes,
+                            const std::string& option = "");
+
 /// One output of a command: where it goes, what it holds, and the option that named it ("--out";
-/// may be empty), which error messages quote.
+/// may be empty), which error messages quote. `replace_link`: a symbolic link at `path` is replaced
+/// by the new file rather than followed, and the file is written 0666 less the umask (plot side
+/// files in a --plot folder: a link planted there must not make fusesim write outside the folder);
+/// otherwise a link's target is written and an existing file keeps its permissions.
 struct OutputFile {
   std::string path, text, option;
+  bool replace_link = false;
 };
 
 /// Check, without writing anything, that every output can be written: each path names a file (not

@@ -33,16 +33,43 @@ void check_json_limits(std::string_view text, const NumberAt& at, size_t max_dep
   }
 }
 
+int json_error_line(std::string_view text, const NumberAt& at, const nlohmann::json::exception& e) {
+  int line = at.line > 0 ? at.line : 1;
+  size_t upto = 0;
+  if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+    upto = std::min(text.size(), pe->byte > 0 ? size_t(pe->byte - 1) : size_t(0));
+  } else {
+    // out_of_range 406 ("number overflow parsing '1e400'") carries no position: the line of the
+    // first occurrence of the quoted token.
+    const std::string_view msg = e.what();
+    const auto a = msg.find("parsing '");
+    const auto b = a == std::string_view::npos ? a : msg.find('\'', a + 9);
+    if (b != std::string_view::npos) {
+      const auto at_token = text.find(msg.substr(a + 9, b - a - 9));
+      if (at_token != std::string_view::npos) upto = at_token;
+    }
+  }
+  for (size_t i = 0; i < upto; ++i) line += text[i] == '\n';
+  return line;
+}
+
+std::string json_error_text(const nlohmann::json::exception& e) {
+  if (e.id == 406) {  // number overflow: "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    std::string_view what = e.what();
+    if (const auto b = what.find("] "); b != std::string_view::npos) what.remove_prefix(b + 2);
+    return fmt::format("a number out of the range of a double ({}), expected a finite number", what);
+  }
+  return fmt::format("malformed JSON: {}", e.what());
+}
+
 nlohmann::json parse_json_bounded(std::string_view text, const NumberAt& at, size_t max_depth, size_t max_bytes) {
   check_json_limits(text, at, max_depth, max_bytes);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // The error's byte offset (1-based) -> the line it is on.
-    int line = at.line > 0 ? at.line : 1;
-    const size_t upto = std::min(text.size(), e.byte > 0 ? size_t(e.byte - 1) : size_t(0));
-    for (size_t i = 0; i < upto; ++i) line += text[i] == '\n';
-    throw FileError(at.file, line, at.key, fmt::format("malformed JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // A syntax error (parse_error, with its byte offset) or a number too large for a double
+    // (out_of_range 406, "1e400"): both name the file and line, never nlohmann's bare message.
+    throw FileError(at.file, json_error_line(text, at, e), at.key, json_error_text(e));
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -24,10 +25,19 @@ void check_json_limits(std::string_view text, const NumberAt& at, size_t max_dep
  * The project's bounded JSON parse: check_json_limits, then nlohmann::json::parse. `at.line` is the
  * line the text starts on (0: the text is a whole file, whose lines are counted from 1). Errors:
  * FileError naming `at.file`, the line (of the syntax error, for a multi-line text) and `at.key`,
- * for a text over the limits ("nested more than 64 levels deep") or malformed JSON (the parser's
- * message). A document nested thousands deep never reaches the parser (stack and memory).
+ * for a text over the limits ("nested more than 64 levels deep"), malformed JSON (the parser's
+ * message) or a number out of the range of a double ("1e400"; nlohmann's out_of_range 406). A document nested thousands deep never reaches the parser (stack and memory).
  */
 nlohmann::json parse_json_bounded(std::string_view text, const NumberAt& at, size_t max_depth = kMaxJsonDepth,
                                   size_t max_bytes = kMaxJsonBytes);
+
+/// The line (counted as parse_json_bounded counts: `at.line` is the text's first line, 0 a whole
+/// file) where nlohmann's exception `e` from parsing `text` happened: a parse_error's byte offset, or
+/// for a number overflow (out_of_range 406, no offset) the first occurrence of the number's text.
+int json_error_line(std::string_view text, const NumberAt& at, const nlohmann::json::exception& e);
+
+/// What a parse exception means, for FileError: "malformed JSON: ..." or, for a number too large
+/// for a double ("1e400"), "a number out of the range of a double (...), expected a finite number".
+std::string json_error_text(const nlohmann::json::exception& e);
 
 }  // namespace fusesim::hw

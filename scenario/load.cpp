@@ -393,4 +393,34 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
 
 hw::Hardware load_hardware(const models::Scenario& sc) { return models::load_hardware(sc.hardware_path); }
 
+std::vector<InputFile> input_files(const models::Scenario* sc, const hw::Hardware* hw) {
+  std::vector<InputFile> in;
+  if (sc) {
+    in.push_back({sc->path, "scenario file", ""});
+    if (!sc->hardware_path.empty()) in.push_back({sc->hardware_path, fmt::format("hardware file of {}", sc->path), ""});
+  }
+  if (hw) {
+    if (!sc || hw->path() != sc->hardware_path) in.push_back({hw->path(), "hardware file", ""});
+    for (const auto& [name, t] : hw->tables())
+      in.push_back({t.file, fmt::format("measured table '{}' of the hardware file {}", name, hw->path()), ""});
+  }
+  return in;
+}
+
+void refuse_outputs_over_inputs(const std::vector<hw::OutputFile>& outputs, const std::vector<InputFile>& inputs) {
+  for (const auto& o : outputs)
+    for (const auto& i : inputs)
+      if (!i.path.empty() && o.option != i.replaceable_by && hw::same_existing_file(o.path, i.path))
+        throw std::invalid_argument(fmt::format("{} '{}' is the {} '{}': writing there would overwrite it; give another file",
+                                                o.option.empty() ? "output" : o.option, hw::printable(o.path), i.what,
+                                                hw::printable(i.path)));
+}
+
+void refuse_outputs_over_inputs(const std::vector<hw::OutputFile>& outputs, const models::Scenario* sc, const hw::Hardware* hw,
+                                const std::vector<InputFile>& more) {
+  auto in = input_files(sc, hw);
+  in.insert(in.end(), more.begin(), more.end());
+  refuse_outputs_over_inputs(outputs, in);
+}
+
 }  // namespace fusesim::scenario

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hw/hardware.hpp"
+#include "hw/io.hpp"
 #include "models/model.hpp"
 
 namespace fusesim::scenario {
@@ -59,5 +61,28 @@ models::Scenario load(const std::string& path, const LoadOptions& opt = {});
 
 /// Load the scenario's hardware file (resolved by load()) against the builtin registry.
 hw::Hardware load_hardware(const models::Scenario& sc);
+
+/// A file a command reads: its path and what it is in messages ("scenario file", "--baseline
+/// file"). `replaceable_by`: the one output option allowed to write over it (calibrate fit --out may
+/// name its --hw file, to calibrate it in place); empty: none.
+struct InputFile {
+  std::string path, what, replaceable_by;
+};
+
+/// The files a loaded scenario and/or hardware file read (either may be null): the scenario file,
+/// its hardware file, and every measured table of `hw` (hw::Hardware::tables()).
+std::vector<InputFile> input_files(const models::Scenario* sc, const hw::Hardware* hw);
+
+/// The one check that no output of a command overwrites one of its inputs (run, check, sweep, tune,
+/// calibrate fit): an output naming an existing input (`F`, `./F`, a link to F: hw::same_existing_file)
+/// is refused unless the input's replaceable_by is that output's option. Call it before any work and
+/// before anything is written. Errors: std::invalid_argument naming the option, the path, what the
+/// input is and its path ("--out 'x' is the scenario's hardware file 'hw/x.yaml': writing there would
+/// overwrite it; give another file").
+void refuse_outputs_over_inputs(const std::vector<hw::OutputFile>& outputs, const std::vector<InputFile>& inputs);
+
+/// refuse_outputs_over_inputs over input_files(sc, hw) and `more`.
+void refuse_outputs_over_inputs(const std::vector<hw::OutputFile>& outputs, const models::Scenario* sc, const hw::Hardware* hw,
+                                const std::vector<InputFile>& more = {});
 
 }  // namespace fusesim::scenario

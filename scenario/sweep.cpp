@@ -476,7 +476,14 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   std::string setup_error;
   if (rep.rank == 0) {
     try {
+      std::error_code ec0;
       uintmax_t keep = 0;
+      // --out must be a file name in a writable folder (a regular file or none yet): a FIFO hung at
+      // open(), and /dev/null (accepted before, unlike run --out) cannot be resumed, cut or checked.
+      // One rule for every command's outputs: hw::check_output_files.
+      hw::check_output_files({{opt.out, "", "--out"}});
+      if (opt.resume && std::filesystem::exists(opt.out, ec0))
+        hw::check_input_file(opt.out, "sweep output to resume (rows of an earlier sweep)", hw::kMaxResumeFileBytes, "--out with --resume");
       if (opt.resume) std::tie(start, keep) = resumable_rows(sc, hw, opt.out, opt.format);
       std::error_code ec;
       if (opt.resume && std::filesystem::exists(opt.out, ec)) {

@@ -94,7 +94,9 @@ bool launched_under_mpi();
  * (ModelSpec::begin_run, e.g. ttft's layer fits), an unknown format, a file to resume that is not
  * this scenario's output (naming its line), a kept row whose parameters or re-run row differ from
  * the case at its position (naming the line, the case's index and id, and the key), an output that
- * cannot be opened; a case that fails is
+ * cannot be opened; an output that is not a file name in a writable folder (hw::check_output_files:
+ * a folder, a device such as /dev/null, a FIFO; std::runtime_error naming --out), as for run --out;
+ * with resume, a file over hw::kMaxResumeFileBytes (hw::FileError); a case that fails is
  * hw::FileError (as run names it), after the rows before it were written (resume from there). Under
  * MPI a failure on any rank is printed by rank 0, which then aborts the job (exit 1).
  */

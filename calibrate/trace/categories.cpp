@@ -1,5 +1,6 @@
 // fusesim trace: category rule table.
 #include "calibrate/trace/categories.hpp"
+#include "hw/io.hpp"
 
 #include <fstream>
 #include <set>
@@ -71,12 +72,10 @@ CategoryTable CategoryTable::from_yaml(const std::string& yaml_text, const std::
   return t;
 }
 
+/// A rules/categories YAML, bounded (hw/io.hpp): /dev/zero or a FIFO is refused before it is read
+/// (it was read whole: 4 GB).
 static std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("{}: cannot open rules file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return hw::read_input_file(path, "rules YAML (categories: ...)", hw::kMaxRulesFileBytes, "--rules/--categories");
 }
 
 CategoryTable CategoryTable::from_file(const std::string& path) { return from_yaml(slurp(path), path); }

@@ -1,5 +1,7 @@
 // fusesim trace: streaming Kineto reader (nlohmann::json SAX over a zlib stream).
 #include "calibrate/trace/kineto_reader.hpp"
+#include "hw/hardware.hpp"
+#include "hw/io.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +18,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 namespace fusesim::trace {
 
@@ -156,6 +163,11 @@ bool us_text_to_ns(std::string_view t, int64_t& out_ns) {
 
 namespace {
 
+/// A hw::FileError's text without its leading "PATH: " (TraceError adds the path itself).
+std::string strip_path(const std::string& what, const std::string& path) {
+  return what.rfind(path + ": ", 0) == 0 ? what.substr(path.size() + 2) : what;
+}
+
 // ---- chunked zlib source and the input iterator nlohmann's lexer reads through ----------------
 
 /// Reads a plain or gzip file in large chunks (zlib's gzread is transparent for plain files),
@@ -165,8 +177,27 @@ class ChunkSource {
   static constexpr size_t kChunkBytes = 1 << 20;
 
   explicit ChunkSource(const std::string& path) : path_(path), buf_(new char[kChunkBytes]) {
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) throw TraceError(path, -1, "cannot open file");
+    // Refused before open() (hw::check_input_file: by stat): a FIFO waited forever, /dev/zero was
+    // read until the token limit. The stored size is bounded (hw::kMaxTraceFileBytes); what it
+    // decompresses to is streamed under ReaderLimits. O_NONBLOCK and fstat: a file swapped for a
+    // FIFO after the check does not block either.
+    try {
+      hw::check_input_file(path, "Kineto / Chrome trace (.json or .json.gz)", hw::kMaxTraceFileBytes);
+    } catch (const hw::FileError& e) {
+      throw TraceError(path, -1, strip_path(e.what(), path));
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw TraceError(path, -1, fmt::format("cannot open file: {}", std::strerror(errno)));
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw TraceError(path, -1, "is not a regular file (a device, FIFO or socket), expected a Kineto / Chrome trace");
+    }
+    file_ = gzdopen(fd, "rb");
+    if (!file_) {
+      ::close(fd);
+      throw TraceError(path, -1, "cannot open file");
+    }
     gzbuffer(file_, 1 << 18);
     cur_ = end_ = buf_.get();
   }
@@ -561,6 +592,13 @@ class KinetoSax {
   bool parse_error(std::size_t position, const std::string& last_token,
                    const nlohmann::detail::exception& ex) {
     std::string what = ex.what();
+    if (ex.id == 406) {  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+      const auto p = what.find("] ");
+      throw TraceError(out_.path, static_cast<int64_t>(position > 0 ? position - 1 : 0),
+                       fmt::format("a number out of the range of a double ({}), expected a finite number",
+                                   p == std::string::npos ? what : what.substr(p + 2)),
+                       src_.line());
+    }
     // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column N: " prefix:
     // we report the byte offset and line ourselves.
     if (auto p = what.find(": "); p != std::string::npos && what.rfind("[json.exception", 0) == 0)
@@ -1171,9 +1209,23 @@ std::vector<TraceFile> read_trace(const std::string& path) {
   std::vector<std::string> files;
   bool dir = fs::is_directory(path, ec);
   if (dir) {
-    for (const auto& e : fs::directory_iterator(path)) {
-      if (e.is_regular_file() && is_trace_name(e.path().filename().string()))
-        files.push_back(e.path().string());
+    // Every status query with an error code: a symbolic-link loop (or an unreadable entry) was a raw
+    // std::filesystem error. An entry named like a trace that is not a regular file (a link loop, a
+    // FIFO, a folder) is refused, naming it, rather than skipped (a rank would go missing).
+    fs::directory_iterator it(path, ec), end;
+    if (ec) throw TraceError(path, -1, fmt::format("cannot list the folder: {}", ec.message()));
+    for (; it != end; it.increment(ec)) {
+      if (ec) throw TraceError(path, -1, fmt::format("cannot list the folder: {}", ec.message()));
+      const std::string name = it->path().filename().string();
+      if (!is_trace_name(name)) continue;
+      std::error_code sec;
+      const bool regular = it->is_regular_file(sec);
+      if (!regular) {
+        const std::string why = sec ? sec.value() == ELOOP ? "a loop of symbolic links" : sec.message()
+                                    : "not a regular file (a folder, device, FIFO or socket)";
+        throw TraceError(it->path().string(), -1, fmt::format("{}, expected a Kineto / Chrome trace file", why));
+      }
+      files.push_back(it->path().string());
     }
     std::sort(files.begin(), files.end(), natural_less);
     if (files.empty()) throw TraceError(path, -1, "directory holds no *.json or *.json.gz trace file");

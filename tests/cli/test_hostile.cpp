@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,11 +23,13 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot_names.hpp"
 #include "hw/hardware.hpp"
+#include "hw/io.hpp"
 #include "hw/json_limits.hpp"
 #include "hw/numbers.hpp"
 #include "hw/printable.hpp"
@@ -685,4 +688,299 @@ TEST(Terminal, TraceTablesAndErrorsEscapeNames) {
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(no_controls(r.out)) << r.out;
   EXPECT_TRUE(has(r.out, "badt\\x1b[2J")) << r.out;
+}
+
+// --- issue 22, round 7: every input file bounded, before it is opened --------------------------
+// A fresh-user trial (2026-12-06) found inputs read without the scenario file's bounds: a table,
+// --measurements, --rules/--categories and --baseline that were /dev/zero grew to GBs, a FIFO hung,
+// a directory gave an unrelated error. Every command now goes through hw::read_input_file (or, for
+// traces, hw::check_input_file): refused by stat before open(), so no case here can hang (each
+// command also runs under `timeout`, whose 124 would fail the rc check).
+
+namespace {
+
+/// The four kinds of bad input path for one test: a device, a FIFO, a directory, a (sparse) file
+/// of `big_bytes`. Returns (label, path).
+std::vector<std::pair<std::string, std::string>> bad_inputs(const fs::path& d, const std::string& ext, std::uintmax_t big_bytes) {
+  fs::create_directories(d / ("dir" + ext));
+  const std::string fifo = (d / ("fifo" + ext)).string();
+  ::unlink(fifo.c_str());
+  EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string big = (d / ("big" + ext)).string();
+  { std::ofstream(big) << ""; }
+  fs::resize_file(big, big_bytes);  // sparse: stat sees the size, nothing is written
+  return {{"device", "/dev/zero"}, {"fifo", fifo}, {"directory", (d / ("dir" + ext)).string()}, {"oversized", big}};
+}
+
+/// What each kind's error must say.
+std::string bad_input_words(const std::string& label) {
+  if (label == "directory") return "directory";  // "is a directory, expected ..." (CLI11's own check: "is actually a directory")
+  if (label == "oversized") return "MiB";
+  return "is not a regular file (a device, FIFO or socket), expected";
+}
+
+/// `timeout 20 CMD`: a hang is rc 124, never a stuck test.
+Ran sh_bounded(const std::string& cmd) { return sh("timeout 20 " + cmd); }
+
+}  // namespace
+
+TEST(BoundedInputs, AMeasuredTableThatIsADeviceFifoDirectoryOrHugeIsRefused) {
+  const fs::path d = fresh_dir();
+  for (const auto& [label, path] : bad_inputs(d, ".jsonl", (std::uintmax_t(64) << 20) + 1)) {
+    std::string hw = read_file(kRoot + "/hw/h200-2gpu.yaml");
+    const std::string from = "file: ../calibrate/data/h200x2/gemm.jsonl";
+    ASSERT_TRUE(has(hw, from));
+    hw.replace(hw.find(from), from.size(), "file: " + path);
+    std::ofstream(d / "hw.yaml") << hw;
+    const Ran r = sh_bounded(kBin + " params " + qp(d / "hw.yaml"));
+    EXPECT_EQ(r.rc, 1) << label << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "hw.yaml:") && has(r.out, "'tables.gemm'") && has(r.out, path) && has(r.out, bad_input_words(label)) &&
+                has(r.out, "measured table"))
+        << label << ": " << r.out;
+    if (label == "oversized") {
+      EXPECT_TRUE(has(r.out, "more than the 64 MiB")) << r.out;
+    }
+  }
+}
+
+TEST(BoundedInputs, AMeasurementFileThatIsADeviceFifoDirectoryOrHugeIsRefused) {
+  const fs::path d = fresh_dir();
+  for (const auto& [label, path] : bad_inputs(d, ".jsonl", (std::uintmax_t(64) << 20) + 1)) {
+    const Ran r = sh_bounded(kBin + " calibrate fit --hw hw/h200-4gpu-nvlink.yaml --free none --measurements " + qp(path));
+    EXPECT_EQ(r.rc, 1) << label << ": " << r.out;
+    EXPECT_TRUE(has(r.out, path) && has(r.out, bad_input_words(label)) && has(r.out, "--measurements")) << label << ": " << r.out;
+    EXPECT_FALSE(has(r.out, "bad_alloc")) << r.out;
+  }
+}
+
+TEST(BoundedInputs, ABaselineThatIsADeviceFifoDirectoryOrHugeIsRefused) {
+  const fs::path d = fresh_dir();
+  for (const auto& [label, path] : bad_inputs(d, ".json", (std::uintmax_t(64) << 20) + 1)) {
+    const Ran r = sh_bounded(kBin + " check scenarios/h200x4-afd-3a1f-role-path.yaml --baseline " + qp(path));
+    EXPECT_EQ(r.rc, 1) << label << ": " << r.out;
+    EXPECT_TRUE(has(r.out, path) && has(r.out, bad_input_words(label)) && has(r.out, "--baseline")) << label << ": " << r.out;
+  }
+}
+
+TEST(BoundedInputs, TraceRulesAndTracesThatAreDevicesFifosOrDirectoriesAreRefused) {
+  if (!has(sh(kBin + " --help").out, "trace")) GTEST_SKIP() << "built without the trace module (FUSESIM_TRACE)";
+  const fs::path d = fresh_dir();
+  const std::string trace = kRoot + "/calibrate/trace/examples/tiny_prefill_synthetic.json";
+  for (const char* opt : {"--rules", "--categories"}) {
+    for (const auto& [label, path] : bad_inputs(d, ".yaml", (std::uintmax_t(4) << 20) + 1)) {
+      const Ran r = sh_bounded(kBin + " trace analyze " + qp(trace) + " " + opt + " " + qp(path));
+      EXPECT_EQ(r.rc, 1) << opt << " " << label << ": " << r.out;
+      EXPECT_TRUE(has(r.out, path) && has(r.out, bad_input_words(label))) << opt << " " << label << ": " << r.out;
+    }
+  }
+  // The trace itself: a FIFO hung, a device was read to the token limit.
+  for (const auto& [label, path] : bad_inputs(d, ".json", 1)) {
+    if (label == "directory" || label == "oversized") continue;  // a folder of traces; 1 byte is no bound to test
+    const Ran r = sh_bounded(kBin + " trace analyze " + qp(path));
+    EXPECT_EQ(r.rc, 1) << label << ": " << r.out;
+    EXPECT_TRUE(has(r.out, path) && has(r.out, "is not a regular file")) << label << ": " << r.out;
+  }
+  // A folder of traces holding a symbolic-link loop named like a trace: named, not a raw filesystem error.
+  fs::create_directories(d / "ranks");
+  fs::copy_file(trace, d / "ranks" / "rank0.json");
+  fs::create_symlink("loop1.json", d / "ranks" / "loop0.json");
+  fs::create_symlink("loop0.json", d / "ranks" / "loop1.json");
+  const Ran r = sh_bounded(kBin + " trace analyze " + qp(d / "ranks"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "loop0.json") && has(r.out, "a loop of symbolic links, expected a Kineto / Chrome trace file")) << r.out;
+  EXPECT_FALSE(has(r.out, "filesystem error")) << r.out;
+}
+
+// sweep --out: a FIFO hung at open(); /dev/null was accepted while run --out /dev/null was refused.
+// Both are refused now, as for every output (hw::check_output_files): an output is a file name in a
+// writable folder, and a sweep's --out is also what --resume reads back, cuts and appends to.
+TEST(BoundedInputs, SweepOutThatIsAFifoOrDeviceIsRefusedAsRunDoes) {
+  const fs::path d = fresh_dir();
+  const std::string fifo = (d / "out.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& out : {fifo, std::string("/dev/null")}) {
+    for (const char* resume : {"", " --resume"}) {
+      const Ran s = sh_bounded(kBin + " sweep scenarios/h200x4-afd-3a1f-role-path.yaml --no-progress --out " + qp(out) + resume);
+      EXPECT_EQ(s.rc, 1) << out << resume << ": " << s.out;
+      EXPECT_TRUE(has(s.out, "--out") && has(s.out, "not a regular file")) << s.out;
+    }
+    const Ran r = sh_bounded(kBin + " run scenarios/h200x4-afd-3a1f-role-path.yaml --out " + qp(out));
+    EXPECT_EQ(r.rc, 1) << out << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "--out") && has(r.out, "not a regular file")) << r.out;
+  }
+}
+
+TEST(BoundedInputs, ReadInputFileRefusesBeforeOpening) {
+  const fs::path d = fresh_dir();
+  for (const auto& [label, path] : bad_inputs(d, ".txt", 2000)) {
+    const std::string e = error_of<hw::FileError>([&, p = path] { hw::read_input_file(p, "test file", 1000, "--opt"); });
+    EXPECT_TRUE(has(e, path) && has(e, bad_input_words(label)) && has(e, "a test file (--opt)")) << label << ": " << e;
+  }
+  std::ofstream(d / "ok.txt") << "hello\n";
+  EXPECT_EQ(hw::read_input_file((d / "ok.txt").string(), "test file", 1000), "hello\n");
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::read_input_file((d / "none.txt").string(), "test file", 1000); }), "does not exist"));
+  fs::create_symlink("l2", d / "l1");
+  fs::create_symlink("l1", d / "l2");
+  EXPECT_TRUE(has(error_of<hw::FileError>([&] { hw::read_input_file((d / "l1").string(), "test file", 1000); }), "a loop of symbolic links"));
+}
+
+// --- issue 22, round 7: a number out of the range of a double ("1e400") in any JSON input ----------
+// nlohmann's out_of_range 406 escaped as "[json.exception.out_of_range.406] number overflow parsing
+// '1e400'" with no file or line; each format now names both and what was expected.
+TEST(HostileParsers, JsonNumberOverflowNamesFileAndLineInEveryFormat) {
+  const fs::path d = fresh_dir();
+  auto parse = [&](const std::string& name, const std::string& text) {
+    std::ofstream(d / name) << text;
+    return error_of<hw::FileError>([&] { calibrate::parse_measurement_file((d / name).string()); });
+  };
+  const std::string rec = R"({"mode": "gemm-only", "world_size": 8, "m": 1e400, "n": 7168, "k": 2048, "max_rank_time_us": 10})";
+  std::string e = parse("r.jsonl", rec + "\n");
+  EXPECT_TRUE(has(e, "r.jsonl:1:") && has(e, "out of the range of a double") && has(e, "1e400")) << e;
+  e = parse("r.log", "noise\nRESULT_JSON " + rec + "\n");
+  EXPECT_TRUE(has(e, "r.log:2:") && has(e, "out of the range of a double")) << e;
+  e = parse("a.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": 1, \"afd\": [1e400, 0, 0]}\n");
+  EXPECT_TRUE(has(e, "a.jsonl:2:") && has(e, "out of the range of a double")) << e;
+  e = parse("seed.json", "{\n \"setup\": \"x\",\n \"v\": 1e400\n}\n");
+  EXPECT_TRUE(has(e, "seed.json:3:") && has(e, "out of the range of a double")) << e;
+  e = error_of<hw::FileError>([&] { hw::parse_json_bounded("{\n\"a\": [1,\n 2e999]}", {"f.json", 0, "--baseline"}); });
+  EXPECT_TRUE(has(e, "f.json:3: '--baseline': a number out of the range of a double")) << e;
+  // Through the command line: a --baseline and a measured table.
+  std::ofstream(d / "base.json") << "{\"fusesim_predictions\": 1,\n \"x\": -1e400}\n";
+  Ran r = sh(kBin + " check scenarios/h200x4-afd-3a1f-role-path.yaml --baseline " + qp(d / "base.json"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "base.json:2: '--baseline': a number out of the range of a double")) << r.out;
+  EXPECT_FALSE(has(r.out, "[json.exception")) << r.out;  // only inside the explanation, after the file and line
+  std::string hw = read_file(kRoot + "/hw/h200-2gpu.yaml");
+  const std::string from = "file: ../calibrate/data/h200x2/gemm.jsonl";
+  hw.replace(hw.find(from), from.size(), "file: t.jsonl");
+  std::ofstream(d / "hw.yaml") << hw;
+  std::ofstream(d / "t.jsonl") << "{\"m\": 1}\n{\"m\": 1e400}\n";
+  r = sh(kBin + " params " + qp(d / "hw.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "t.jsonl:2: 'tables.gemm': a number out of the range of a double")) << r.out;
+}
+
+// --- issue 22, round 7: no output over an input, in every command (scenario::refuse_outputs_over_inputs)
+// A fresh-user trial: `tune --hw X --out X` replaced the hardware file with the tune table; `sweep S
+// --out TABLE` and `calibrate fit --hw H --out TABLE` replaced a measured table of the hardware file.
+TEST(OutputsOverInputs, TuneSweepAndCalibrateFitRefuseToReplaceTheirInputs) {
+  const fs::path d = fresh_dir();
+  // A copy of the H200 pair's hardware file reading a copy of its measured table.
+  const std::string table = (d / "gemm.jsonl").string();
+  fs::copy_file(kRoot + "/calibrate/data/h200x2/gemm.jsonl", table);
+  std::string hwtext = read_file(kRoot + "/hw/h200-2gpu.yaml");
+  const std::string from = "file: ../calibrate/data/h200x2/gemm.jsonl";
+  ASSERT_TRUE(has(hwtext, from));
+  hwtext.replace(hwtext.find(from), from.size(), "file: gemm.jsonl");
+  const std::string hwp = (d / "hw.yaml").string();
+  std::ofstream(hwp) << hwtext;
+  const std::string tbefore = read_file(table);
+  std::ofstream(d / "pair.yaml") << "scenario: pair\nhardware: " << hwp << "\nmodel: h200_probe\ncases:\n"
+                                 << "  - id: a\n    params: {probe: copy_hop, size_bytes: 1048576}\n";
+  Ran r = sh(kBin + " sweep " + qp(d / "pair.yaml") + " --no-progress --out " + qp(table));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--out") && has(r.out, "measured table 'gemm'")) << r.out;
+  r = sh(kBin + " sweep " + qp(d / "pair.yaml") + " --no-progress --out " + qp(hwp));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "hardware file of")) << r.out;
+  r = sh(kBin + " calibrate fit --hw " + qp(hwp) + " --measurements scenarios/h200x2-probes.yaml --out " + qp(table));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--out") && has(r.out, "measured table 'gemm'")) << r.out;
+  EXPECT_EQ(read_file(table), tbefore);
+  EXPECT_EQ(read_file(hwp), hwtext);
+  // tune --hw X --out X, and --out a table of X.
+  const std::string mi = (d / "mi.yaml").string();
+  fs::copy_file(kRoot + "/hw/mi355x-8gpu.yaml", mi);
+  const std::string mbefore = read_file(mi);
+  r = sh(kBin + " tune --hw " + qp(mi) + " --shape n=7168,k=2048,world_size=8 --m 1024:2048 --out " + qp(mi));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--out") && has(r.out, "is the hardware file")) << r.out;
+  EXPECT_EQ(read_file(mi), mbefore);
+  r = sh(kBin + " tune --hw " + qp(hwp) + " --model h200_probe --shape probe=copy_hop --m-key size_bytes --m 1024:2048 --out " + qp(table));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "measured table 'gemm'")) << r.out;
+  EXPECT_EQ(read_file(table), tbefore);
+}
+
+// --- issue 22, round 7: plot side files go through temp + rename, stems are unique ---------------
+TEST(PlotNames, UniqueStemsForIdsThatSanitiseAlike) {
+  using fusesim::plotnames::unique_file_stem;
+  EXPECT_EQ(unique_file_stem("sw__a.b-c_d"), "sw__a.b-c_d");  // kept as is: nothing replaced or cut
+  EXPECT_NE(unique_file_stem("a?b/x"), unique_file_stem("a*b/x"));
+  EXPECT_EQ(unique_file_stem("a?b/x").rfind("a_b_x-", 0), 0u) << unique_file_stem("a?b/x");
+  const std::string long_a = std::string(299, 'x') + "a", long_b = std::string(299, 'x') + "b";
+  EXPECT_NE(unique_file_stem(long_a), unique_file_stem(long_b));
+  EXPECT_LE(unique_file_stem(long_a).size(), 150u);
+  EXPECT_EQ(unique_file_stem("a?b/x"), unique_file_stem("a?b/x"));  // stable across runs
+}
+
+TEST(PlotFiles, CheckPlotReplacesPlantedLinksAndKeepsDistinctIdsApart) {
+  const fs::path d = fresh_dir();
+  const fs::path plots = d / "plots";
+  fs::create_directories(plots);
+  // Two tables whose names sanitise alike ("a?b" and "a*b" -> "a_b") and two ids of 300 characters
+  // that differ only at the end.
+  const std::string long_a = std::string(299, 'y') + "a", long_b = std::string(299, 'y') + "b";
+  std::ofstream(d / "sw.yaml") << "scenario: sw\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ntolerance_pct: 100\ncases:\n"
+      << "  - id: \"a?b/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+      << "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n"
+      << "  - id: \"a*b/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+      << "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n"
+      << "  - id: \"" << long_a << "/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+      << "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n"
+      << "  - id: \"" << long_b << "/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+      << "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n";
+  // A first run shows the file names; then a link to a victim outside the folder is planted at each.
+  Ran r = sh("umask 022 && " + kBin + " check " + qp(d / "sw.yaml") + " --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::vector<std::string> csv;
+  for (const auto& f : files_under(plots))
+    if (f.size() > 4 && f.substr(f.size() - 4) == ".csv" && !has(f, ".curve.")) csv.push_back(f);
+  EXPECT_EQ(csv.size(), 4u) << fmt::format("{}", fmt::join(csv, " ")) << "\n" << r.out;
+  const std::string victim = (d / "victim.txt").string();
+  std::ofstream(victim) << "precious\n";
+  ::chmod(victim.c_str(), 0600);
+  std::vector<std::string> planted;
+  for (const auto& f : files_under(plots)) {
+    const std::string ext = fs::path(f).extension().string();
+    if (ext != ".csv" && ext != ".gp") continue;
+    fs::remove(plots / f);
+    fs::create_symlink(victim, plots / f);
+    planted.push_back(f);
+  }
+  ASSERT_FALSE(planted.empty());
+  r = sh("umask 022 && " + kBin + " check " + qp(d / "sw.yaml") + " --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_file(victim), "precious\n");
+  EXPECT_EQ(fs::status(victim).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  for (const auto& f : planted) {
+    EXPECT_FALSE(fs::is_symlink(plots / f)) << f;
+    EXPECT_TRUE(fs::is_regular_file(plots / f)) << f;
+  }
+  // Every plot file (CSV, .gp, PNG, SVG) 0666 less the umask (022): 0644.
+  for (const auto& f : files_under(plots)) {
+    const auto p = fs::status(plots / f).permissions() & fs::perms::all;
+    EXPECT_EQ(p, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read) << f;
+  }
+}
+
+// tune --plot: its data, script, images and gnuplot log replace a planted link too (the images are
+// drawn into hidden `.NAME.png.part` files renamed into place), all 0666 less the umask.
+TEST(PlotFiles, TunePlotReplacesPlantedLinks) {
+  const fs::path d = fresh_dir();
+  const fs::path plots = d / "plots";
+  fs::create_directories(plots);
+  const std::string victim = (d / "victim.txt").string();
+  std::ofstream(victim) << "precious\n";
+  for (const char* f : {"tune_shape0.dat", "tune_shape0.gp", "tune_shape0.png", "tune_shape0.svg", "tune_shape0.gnuplot.log"})
+    fs::create_symlink(victim, plots / f);
+  const Ran r = sh("umask 022 && " + kBin + " tune --shape n=7168,k=2048,world_size=8 --m 1024:4096 --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_file(victim), "precious\n");
+  for (const auto& f : files_under(plots)) {
+    EXPECT_FALSE(fs::is_symlink(plots / f)) << f;
+    EXPECT_NE(f[0], '.') << "a temporary left: " << f;
+    EXPECT_EQ(fs::status(plots / f).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read) << f;
+  }
 }

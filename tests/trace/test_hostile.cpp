@@ -79,6 +79,15 @@ TEST(TraceHostile, AnOverLongTokenIsRefused) {
   expect_refused({"trace", "analyze", d.file("long.json")}, d.file("long.json"), {"single JSON token", "16 MiB", "byte"});
 }
 
+// A number beyond a double ("1e400", nlohmann's out_of_range 406): the file, byte and line, and what
+// was expected (it was called malformed JSON).
+TEST(TraceHostile, ANumberBeyondADoubleNamesFileAndLine) {
+  TempDir d;
+  write_text(d.file("e.json"), trace_of(std::string(kKernel) + ",\n" + R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1e400, "dur": 1})"));
+  expect_refused({"trace", "analyze", d.file("e.json")}, d.file("e.json"),
+                 {"a number out of the range of a double", "1e400", "expected a finite number", "byte", "line 3"});
+}
+
 TEST(TraceHostile, NumbersOutOfRangeAreRefusedWithTheirKey) {
   TempDir d;
   const std::pair<const char*, const char*> cases[] = {
