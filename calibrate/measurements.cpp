@@ -1,5 +1,6 @@
 #include "calibrate/measurements.hpp"
 
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "hw/json_limits.hpp"
 #include "hw/name_pattern.hpp"
 #include "hw/numbers.hpp"
+#include "hw/printable.hpp"
 #include "models/afd/timeline.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
@@ -723,7 +725,7 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file, const 
       continue;
     }
     if (t[0] != '{') {
-      out.warnings.push_back(fmt::format("{}:{}: skipped a line that is not JSON: '{}'", file, line, t.substr(0, 60)));
+      out.warnings.push_back(fmt::format("{}:{}: skipped a line that is not JSON: '{}'", file, line, hw::printable(t.substr(0, 60))));
       continue;
     }
     const json obj = parse_json_at(t, file, line);
@@ -1053,7 +1055,38 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
   return out;
 }
 
+namespace {
+ParseResult parse_measurement_file_unchecked(const std::string& path, double phase_weight, const std::string& layout);
+
+/// Every measured time the parsers produced (a record in us that is not rejected, and a timeline
+/// kernel's start_us / end_us) in hw::kMinMeasuredUs .. hw::kMaxMeasuredUs, the bounds scenario
+/// files' measured values have (one definition, hw/numbers.hpp): one check for every format, so no
+/// 1e-300 or 1e300 reaches a fit. Errors: hw::FileError naming the file, line and quantity.
+void check_measured_times(const ParseResult& res) {
+  for (const auto& r : res.records) {
+    if (r.rejected) continue;
+    const std::string key = r.quantity.empty() ? r.id : r.quantity;
+    if (r.unit == "us") hw::check_measured_us(r.value, {r.file, r.line, hw::printable(key)});
+    for (const char* k : {"start_us", "end_us"})
+      if (r.extra.contains(k) && r.extra[k].is_number()) {
+        const double t = r.extra[k].get<double>();
+        // A timeline's start and end are offsets from its first kernel: 0 is fine, the top as above.
+        if (!(t >= 0 && t <= hw::kMaxMeasuredUs))
+          throw FileError(r.file, r.line, hw::printable(r.id) + "." + k,
+                          fmt::format("a timeline time must be from 0 to {:g} us, got {:g}", hw::kMaxMeasuredUs, t));
+      }
+  }
+}
+}  // namespace
+
 ParseResult parse_measurement_file(const std::string& path, double phase_weight, const std::string& layout) {
+  ParseResult res = parse_measurement_file_unchecked(path, phase_weight, layout);
+  check_measured_times(res);
+  return res;
+}
+
+namespace {
+ParseResult parse_measurement_file_unchecked(const std::string& path, double phase_weight, const std::string& layout) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".yaml" || ext == ".yml") return parse_scenario_file(path, phase_weight);
   std::ifstream in(path);
@@ -1092,6 +1125,7 @@ ParseResult parse_measurement_file(const std::string& path, double phase_weight,
   }
   return parse_jsonl_stream(lines, path, layout);
 }
+}  // namespace
 
 std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const std::vector<std::string>& models) {
   std::vector<FitPoint> out;

@@ -625,7 +625,7 @@ void register_all(CLI::App& app) {
       fmt::print("{}\n", out.dump(2));
       return;
     }
-    fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
+    fmt::print("{} ({}): {} parameters\n", hw::printable(hw.name()), hw::printable(*params_path), out.size());
     fmt::print("{:<34} {:>12} {:>10} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "sigma", "unit", "lower", "upper", "kind",
                "source (fitted: on, commit)");
     int unidentified = 0;
@@ -641,7 +641,7 @@ void register_all(CLI::App& app) {
       fmt::print("{:<34} {:>12.6g} {:>10} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(),
                  p["value"].get<double>(), p["sigma"].is_null() ? "-" : fmt::format("{:.3g}", p["sigma"].get<double>()),
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
-                 src);
+                 hw::printable(src));  // source, fitted_on and commit come from the file (issue 22)
     }
     if (unidentified)
       fmt::print("{} fitted values are NOT IDENTIFIED: their fit's sigma exceeds the value, so the points they were fitted on "
@@ -722,7 +722,7 @@ void register_all(CLI::App& app) {
       return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
                          "world_size x BLOCK_M = {})", m, max_m, smallest);
     };
-    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw.name(), hw.path(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
+    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw::printable(hw.name()), hw::printable(hw.path()), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
                out["world_size"].get<int>(), be->wire, out["quant"].get<std::string>());
     fmt::print("  fused beats split-sdma from      {}\n", show(out["m_vs_split"].get<int64_t>()));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(out["m_vs_rccl"].get<int64_t>()));

@@ -3,7 +3,9 @@
 #include "calibrate/trace/whatif.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -14,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/printable.hpp"
 #include "hw/sm_pool.hpp"
 #include "sim/simulation.hpp"
 
@@ -25,15 +28,17 @@ CollectiveScale parse_collective_scale(const std::string& text) {
     throw std::invalid_argument(fmt::format("--scale-collective '{}': expected REGEX=FACTOR", text));
   CollectiveScale s;
   s.pattern = text.substr(0, eq);
-  try {
-    size_t used = 0;
-    s.factor = std::stod(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1) throw std::invalid_argument("trailing text");
-  } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR '{}' is not a number", text, text.substr(eq + 1)));
-  }
-  if (!(s.factor > 0) || !std::isfinite(s.factor))
-    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR must be > 0", text));
+  // strtod, not stod: stod throws out_of_range for 1e-308 or 1e400, which read as "not a number".
+  const std::string f = text.substr(eq + 1);
+  char* end = nullptr;
+  errno = 0;
+  s.factor = std::strtod(f.c_str(), &end);
+  if (end == f.c_str() || end != f.c_str() + f.size() || std::isnan(s.factor))
+    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR '{}' is not a number", hw::printable(text), hw::printable(f)));
+  // A factor outside 1e-6 .. 1e6 makes an event last under a picosecond or past any trace's length
+  // (no real what-if scales a collective by a million).
+  if (!(s.factor >= 1e-6 && s.factor <= 1e6) || errno == ERANGE)
+    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR {} is out of range (expected 1e-6 .. 1e6)", hw::printable(text), hw::printable(f)));
   s.re = hw::NamePattern::compile(s.pattern, fmt::format("--scale-collective '{}'", text));
   return s;
 }
