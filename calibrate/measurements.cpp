@@ -612,8 +612,8 @@ YAML::Node afd_context_from_header(const std::string& header, const std::string&
   std::string m[2];
   auto pattern = [](const char* text) { return hw::NamePattern::compile(text, "AFD header pattern", false); };
   static const hw::NamePattern fa = pattern(R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])"), f_a = pattern(R"(\b(\d+)f(\d+)a\b)"),
-                               a_f = pattern(R"(\b(\d+)a(\d+)f\b)"), sms = pattern(R"(num-sms\s+(\d+))"),
-                               hybrid = pattern(R"(hybrid\s+(on|off))"), tok = pattern(R"(\bT\s*=\s*(\d+))"),
+                               a_f = pattern(R"(\b(\d+)a(\d+)f\b)"), sms = pattern(R"(num-sms(\s*\S*))"),
+                               hybrid = pattern(R"(\bhybrid(\s*\S*))"), tok = pattern(R"(\bT\s*=(\s*\S*))"),
                                path = pattern(R"(\b(afd|masked)\s*$)");
   if (fa.search(header, m, 2) || f_a.search(header, m, 2)) {
     ctx["ffn_ranks"] = count(m[0], "ffn_ranks");
@@ -622,9 +622,16 @@ YAML::Node afd_context_from_header(const std::string& header, const std::string&
     ctx["attention_ranks"] = count(m[0], "attention_ranks");
     ctx["ffn_ranks"] = count(m[1], "ffn_ranks");
   }
-  if (sms.search(header, m, 1)) ctx["transport_sms"] = count(m[0], "transport_sms");
-  if (hybrid.search(header, m, 1)) ctx["hybrid"] = m[0];
-  if (tok.search(header, m, 1)) ctx["tokens"] = count(m[0], "tokens");
+  // A key's value is the whole word after it, parsed strictly: "num-sms 1e300", "24.5", "0x18", "-5"
+  // or "NaN" had been read as 1, 24, 0 or nothing at all, and "hybrid maybe" ignored (issue 22).
+  if (sms.search(header, m, 1)) ctx["transport_sms"] = count(trim(m[0]), "num-sms");
+  if (hybrid.search(header, m, 1)) {
+    const std::string v = trim(m[0]);
+    if (v != "on" && v != "off")
+      throw FileError(file, line, "hybrid", fmt::format("expected on or off after 'hybrid', got '{}'", hw::printable(v.substr(0, 40))));
+    ctx["hybrid"] = v;
+  }
+  if (tok.search(header, m, 1)) ctx["tokens"] = count(trim(m[0]), "T");
   if (path.search(header, m, 1)) ctx["path"] = m[0];
   return ctx;
 }

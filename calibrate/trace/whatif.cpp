@@ -505,6 +505,18 @@ double replay_span_us(const ReplayGraph& g) {
   return replay({&g}, {}).span_us[0];
 }
 
+void WhatIfChanges::add_not_fused(const std::vector<NotFused>& o) {
+  for (const auto& x : o) {
+    auto same = [&](const NotFused& y) {
+      return y.file == x.file && y.event == x.event && y.m == x.m && y.n == x.n && y.k == x.k && y.reason == x.reason;
+    };
+    auto it = std::find_if(not_fused.begin(), not_fused.end(), same);
+    if (it != not_fused.end()) it->pairs += x.pairs;
+    else if (not_fused.size() < 1000) not_fused.push_back(x);  // a bound on the report; counted below
+    else not_fused.back().pairs += x.pairs;
+  }
+}
+
 WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size, int rank) {
   WhatIfChanges ch;
   const auto& file = *tl.file;
@@ -564,9 +576,21 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
         ch.fuse_skipped_no_shape++;
         continue;
       }
-      double t = opt.gemm_ar_predictor(mb, s.n, s.k, world_size);
-      if (!(t >= 0) || !std::isfinite(t))
-        throw std::runtime_error(fmt::format("GEMM+all-reduce predictor returned {} us for {}x{}x{}", t, s.m, s.n, s.k));
+      // A shape the fused model refuses (K < 256, M = 2^40, ...) leaves this pair as measured and is
+      // reported with its file, kernel and the model's reason (tune --from-trace's "not tuned"); one
+      // such GEMM had ended the whole replay with the bare model error.
+      double t = 0;
+      std::string why;
+      try {
+        t = opt.gemm_ar_predictor(mb, s.n, s.k, world_size);
+        if (!(t >= 0) || !std::isfinite(t)) why = fmt::format("the predictor returned {} us", t);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty()) {
+        ch.add_not_fused({{file.path, hw::printable(name_of(g.nodes[static_cast<size_t>(prev[i])])), mb, s.n, s.k, hw::printable(why), 1}});
+        continue;
+      }
       auto& members = nodes_of_gemm_op[p.gemm_op];
       bool first = true;
       for (int m : members) {
@@ -923,6 +947,7 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
       rep.changes.scaled += ch.scaled;
       rep.changes.fused += ch.fused;
       rep.changes.fuse_skipped_no_shape += ch.fuse_skipped_no_shape;
+      rep.changes.add_not_fused(ch.not_fused);
     }
     auto changed = run();
     std::vector<double> charged_spans;
@@ -1009,6 +1034,10 @@ nlohmann::json to_json(const WhatIfReport& r) {
   changes["events_rescaled"] = r.changes.scaled;
   changes["gemm_ar_fused"] = r.changes.fused;
   changes["gemm_ar_skipped_no_shape"] = r.changes.fuse_skipped_no_shape;
+  changes["gemm_ar_not_fused"] = nlohmann::json::array();
+  for (const auto& x : r.changes.not_fused)
+    changes["gemm_ar_not_fused"].push_back(
+        {{"file", hw::printable(x.file)}, {"event", x.event}, {"m", x.m}, {"n", x.n}, {"k", x.k}, {"reason", x.reason}, {"pairs", x.pairs}});
   j["changes"] = changes;
   j["epsilon_us"] = r.options.epsilon_us;
   j["ranks_coupled"] = r.coupled;
@@ -1073,11 +1102,17 @@ std::string to_table(const WhatIfReport& r) {
   for (const auto& s : r.options.scale)
     what.push_back(s.rank >= 0 ? fmt::format("'{}' x {} on rank {}", s.pattern, s.factor, s.rank) : fmt::format("'{}' x {}", s.pattern, s.factor));
   if (!r.options.scale.empty()) what.push_back(fmt::format("({} events rescaled)", r.changes.scaled));
+  int not_fused = 0;
+  for (const auto& x : r.changes.not_fused) not_fused += x.pairs;
   if (r.options.fuse_gemm_ar)
-    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape; each pair's time is the fused "
+    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape{}; each pair's time is the fused "
                                "model's: {})", r.changes.fused, r.changes.fuse_skipped_no_shape,
+                               not_fused ? fmt::format(", {} not fused: the model refuses their shape (listed below)", not_fused) : std::string(),
                                r.options.gemm_ar_model.empty() ? std::string("predictor not described") : r.options.gemm_ar_model));
   fmt::format_to(out, "change: {}\n", what.empty() ? std::string("none") : fmt::format("{}", fmt::join(what, "; ")));
+  for (const auto& x : r.changes.not_fused)
+    fmt::format_to(out, "   not fused: {}: {} (M={} N={} K={}{}): {}\n", hw::printable(x.file), x.event, x.m, x.n, x.k,
+                   x.pairs > 1 ? fmt::format(", {} pairs", x.pairs) : std::string(), x.reason);
   fmt::format_to(out, "   {:<20} {:<8} {:>14} {:>14} {:>14} {:>10}\n", "window", "phase", "measured_us", "replay_us", "whatif_us", "saving");
   for (const auto& w : r.windows) {
     double saved = std::abs(w.replay_us - w.whatif_us) < 1e-6 ? 0.0 : w.replay_us - w.whatif_us;
