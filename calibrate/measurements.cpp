@@ -1077,10 +1077,11 @@ void check_measured_times(const ParseResult& res) {
     for (const char* k : {"start_us", "end_us"})
       if (r.extra.contains(k) && r.extra[k].is_number()) {
         const double t = r.extra[k].get<double>();
-        // A timeline's start and end are offsets from its first kernel: 0 is fine, the top as above.
-        if (!(t >= 0 && t <= hw::kMaxMeasuredUs))
+        // A timeline's start and end are offsets from a reference kernel (seed 004 has start -7.08):
+        // either sign, at most the longest measured time from it.
+        if (!(std::fabs(t) <= hw::kMaxMeasuredUs))
           throw FileError(r.file, r.line, hw::printable(r.id) + "." + k,
-                          fmt::format("a timeline time must be from 0 to {:g} us, got {:g}", hw::kMaxMeasuredUs, t));
+                          fmt::format("a timeline time must be from -{0:g} to {0:g} us, got {1:g}", hw::kMaxMeasuredUs, t));
       }
   }
 }

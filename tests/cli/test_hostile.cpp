@@ -249,7 +249,7 @@ TEST(HostileParsers, AfdLinesBombsAreErrorsNamingFileAndLine) {
   e = parse("n.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": " + std::string(5000, '[') + std::string(5000, ']') + "}\n");
   EXPECT_TRUE(has(e, "n.jsonl:2:") && has(e, "nested more than 64 levels")) << e;
   e = parse("i.jsonl", "#### 4F:8A num-sms 99999999999999999999\n{\"tokens\": 1, \"afd\": [83.1, 0, 0]}\n");
-  EXPECT_TRUE(has(e, "i.jsonl:1: 'transport_sms': expected a whole number from 0 to 1073741824")) << e;
+  EXPECT_TRUE(has(e, "i.jsonl:1: 'num-sms': expected a whole number from 0 to 1073741824")) << e;
   e = parse("t.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": 1e300, \"afd\": [83.1, 0, 0]}\n");
   EXPECT_TRUE(has(e, "t.jsonl:2: 'tokens': expected a whole number from 1 to")) << e;
 }
