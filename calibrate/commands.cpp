@@ -24,6 +24,7 @@
 #include "calibrate/mori_runner.hpp"
 #include "calibrate/plot.hpp"
 #include "hw/io.hpp"
+#include "hw/printable.hpp"
 #include "models/model.hpp"
 #include "scenario/load.hpp"
 
@@ -243,7 +244,7 @@ nlohmann::json print_files(const calibrate::FitResult& r, const std::vector<Meas
       return std::make_pair(med, mx);
     };
     const auto [tm, tx] = stats(tot);
-    fmt::print("{}: {} points, median |err| {:.2f}%, max {:.2f}%\n", f.name, tot.size(), tm, tx);
+    fmt::print("{}: {} points, median |err| {:.2f}%, max {:.2f}%\n", hw::printable(f.name), tot.size(), tm, tx);
     nlohmann::json j{{"file", f.path}, {"name", f.name}, {"totals", {{"count", tot.size()}, {"median_abs_pct", tm}, {"max_abs_pct", tx}}}};
     auto kernel_line = [&](const char* what, const char* key, const std::vector<double>& v) {
       if (v.empty()) return;
@@ -350,7 +351,7 @@ std::string pct_or_na(const std::optional<double>& v) { return v ? fmt::format("
 void print_points(const calibrate::FitResult& r, bool held_out) {
   for (const auto& p : r.points) {
     if (p.held_out != held_out) continue;
-    fmt::print("  {:<72} {:>9.1f} {:>9.1f} {:>+7.2f}%\n", p.id, p.measured_us, p.predicted_us, p.error_pct);
+    fmt::print("  {:<72} {:>9.1f} {:>9.1f} {:>+7.2f}%\n", hw::printable(p.id), p.measured_us, p.predicted_us, p.error_pct);
   }
 }
 
@@ -475,10 +476,10 @@ void register_calibrate_commands(CLI::App& calibrate) {
     std::vector<std::string> warnings;
     auto pts = calibrate::load_fit_points(a->measurements, a->phase_weight, &rejected, &warnings, a->layout);
     for (auto& p : pts) p.kind = calibrate::kind_of(p);
-    for (size_t i = 0; i < warnings.size() && i < 5; ++i) fmt::print(stderr, "warning: {}\n", warnings[i]);
+    for (size_t i = 0; i < warnings.size() && i < 5; ++i) fmt::print(stderr, "warning: {}\n", hw::printable(warnings[i]));
     if (warnings.size() > 5) fmt::print(stderr, "warning: ... and {} more\n", warnings.size() - 5);
     for (const auto& r : rejected)
-      fmt::print("rejected {}:{} ({}): {}\n", r.file, r.line, r.id, r.reason);
+      fmt::print("rejected {}:{} ({}): {}\n", hw::printable(r.file), r.line, hw::printable(r.id), hw::printable(r.reason));
     if (pts.empty()) throw std::runtime_error("no measured point a model can predict in the measurement files");
     if (const auto kf = parse_kfold(a->holdout); kf && size_t(kf->first) > measured_cases(pts))
       throw std::invalid_argument(fmt::format("--holdout {}: K must be from 2 to {}, the number of measured cases in the measurement "
@@ -501,7 +502,7 @@ void register_calibrate_commands(CLI::App& calibrate) {
         // here, so say which file the scenario names (fusesim_afd_fit's note).
         std::error_code ec;
         if (!f.hardware.empty() && !std::filesystem::equivalent(f.hardware, a->hw, ec))
-          fmt::print(stderr, "note: {} names hardware {}; fitting {} in its place\n", f.path, f.hardware, a->hw);
+          fmt::print(stderr, "note: {} names hardware {}; fitting {} in its place\n", hw::printable(f.path), hw::printable(f.hardware), hw::printable(a->hw));
       }
     if (!a->free.empty() && a->free != "none") {
       std::string k;

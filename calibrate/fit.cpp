@@ -585,6 +585,17 @@ std::string first_estimate_of(const std::string& previous) {
 
 std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& sources, const std::string& date,
                             const std::string& commit, const std::string& objective) {
+  // Never a non-finite number in a hardware file (the loader refuses it; issue 22 found
+  // `residual_rms_pct: inf` written from a 1e-300 measured time): refuse before anything is written.
+  auto finite = [](const char* what, double x) {
+    if (!std::isfinite(x))
+      throw std::runtime_error(fmt::format("calibrate fit: the fit's {} is {} (a measured time or prediction out of range); "
+                                           "no hardware file written", what, x));
+  };
+  finite("residual RMS", r.residual_sigma_pct);
+  finite("median |error|", r.median_abs_fit_pct);
+  finite("max |error|", r.max_abs_fit_pct);
+  for (const auto& pf : r.params) finite(pf.key.c_str(), pf.value_si);
   hw::Hardware out = r.fitted;
   const PointCounts counts = fitted_point_counts(r);
   for (const auto& pf : r.params) {

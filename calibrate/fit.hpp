@@ -283,7 +283,8 @@ std::string first_estimate_of(const std::string& previous);
 /// totals, 252 kernel durations)"), the totals' residual statistics and "(not identified by these
 /// points)" where that applies. `objective` (describe_objective; empty for the default) goes after
 /// "calibrate fit" in parentheses: "calibrate fit (nelder-mead, ...): 356 points ...". Returns the
-/// YAML text (Hardware::to_yaml's layout; see keep_input_layout).
+/// YAML text (Hardware::to_yaml's layout; see keep_input_layout). Errors: std::runtime_error when a
+/// fitted value or the residual statistics are not finite (no hardware file may carry inf or NaN).
 std::string calibrated_yaml(const FitResult& r, const std::vector<std::string>& sources, const std::string& date,
                             const std::string& commit, const std::string& objective = "");
 

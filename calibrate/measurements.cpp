@@ -1,5 +1,6 @@
 #include "calibrate/measurements.hpp"
 
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "hw/json_limits.hpp"
 #include "hw/name_pattern.hpp"
 #include "hw/numbers.hpp"
+#include "hw/printable.hpp"
 #include "models/afd/timeline.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
 #include "models/model.hpp"
@@ -613,8 +615,8 @@ YAML::Node afd_context_from_header(const std::string& header, const std::string&
   std::string m[2];
   auto pattern = [](const char* text) { return hw::NamePattern::compile(text, "AFD header pattern", false); };
   static const hw::NamePattern fa = pattern(R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])"), f_a = pattern(R"(\b(\d+)f(\d+)a\b)"),
-                               a_f = pattern(R"(\b(\d+)a(\d+)f\b)"), sms = pattern(R"(num-sms\s+(\d+))"),
-                               hybrid = pattern(R"(hybrid\s+(on|off))"), tok = pattern(R"(\bT\s*=\s*(\d+))"),
+                               a_f = pattern(R"(\b(\d+)a(\d+)f\b)"), sms = pattern(R"(num-sms(\s*\S*))"),
+                               hybrid = pattern(R"(\bhybrid(\s*\S*))"), tok = pattern(R"(\bT\s*=(\s*\S*))"),
                                path = pattern(R"(\b(afd|masked)\s*$)");
   if (fa.search(header, m, 2) || f_a.search(header, m, 2)) {
     ctx["ffn_ranks"] = count(m[0], "ffn_ranks");
@@ -623,9 +625,16 @@ YAML::Node afd_context_from_header(const std::string& header, const std::string&
     ctx["attention_ranks"] = count(m[0], "attention_ranks");
     ctx["ffn_ranks"] = count(m[1], "ffn_ranks");
   }
-  if (sms.search(header, m, 1)) ctx["transport_sms"] = count(m[0], "transport_sms");
-  if (hybrid.search(header, m, 1)) ctx["hybrid"] = m[0];
-  if (tok.search(header, m, 1)) ctx["tokens"] = count(m[0], "tokens");
+  // A key's value is the whole word after it, parsed strictly: "num-sms 1e300", "24.5", "0x18", "-5"
+  // or "NaN" had been read as 1, 24, 0 or nothing at all, and "hybrid maybe" ignored (issue 22).
+  if (sms.search(header, m, 1)) ctx["transport_sms"] = count(trim(m[0]), "num-sms");
+  if (hybrid.search(header, m, 1)) {
+    const std::string v = trim(m[0]);
+    if (v != "on" && v != "off")
+      throw FileError(file, line, "hybrid", fmt::format("expected on or off after 'hybrid', got '{}'", hw::printable(v.substr(0, 40))));
+    ctx["hybrid"] = v;
+  }
+  if (tok.search(header, m, 1)) ctx["tokens"] = count(trim(m[0]), "T");
   if (path.search(header, m, 1)) ctx["path"] = m[0];
   return ctx;
 }
@@ -726,7 +735,7 @@ ParseResult parse_jsonl_stream(std::istream& in, const std::string& file, const 
       continue;
     }
     if (t[0] != '{') {
-      out.warnings.push_back(fmt::format("{}:{}: skipped a line that is not JSON: '{}'", file, line, t.substr(0, 60)));
+      out.warnings.push_back(fmt::format("{}:{}: skipped a line that is not JSON: '{}'", file, line, hw::printable(t.substr(0, 60))));
       continue;
     }
     const json obj = parse_json_at(t, file, line);
@@ -1056,7 +1065,39 @@ ParseResult parse_scenario_file(const std::string& path, double phase_weight) {
   return out;
 }
 
+namespace {
+ParseResult parse_measurement_file_unchecked(const std::string& path, double phase_weight, const std::string& layout);
+
+/// Every measured time the parsers produced (a record in us that is not rejected, and a timeline
+/// kernel's start_us / end_us) in hw::kMinMeasuredUs .. hw::kMaxMeasuredUs, the bounds scenario
+/// files' measured values have (one definition, hw/numbers.hpp): one check for every format, so no
+/// 1e-300 or 1e300 reaches a fit. Errors: hw::FileError naming the file, line and quantity.
+void check_measured_times(const ParseResult& res) {
+  for (const auto& r : res.records) {
+    if (r.rejected) continue;
+    const std::string key = r.quantity.empty() ? r.id : r.quantity;
+    if (r.unit == "us") hw::check_measured_us(r.value, {r.file, r.line, hw::printable(key)});
+    for (const char* k : {"start_us", "end_us"})
+      if (r.extra.contains(k) && r.extra[k].is_number()) {
+        const double t = r.extra[k].get<double>();
+        // A timeline's start and end are offsets from a reference kernel (seed 004 has start -7.08):
+        // either sign, at most the longest measured time from it.
+        if (!(std::fabs(t) <= hw::kMaxMeasuredUs))
+          throw FileError(r.file, r.line, hw::printable(r.id) + "." + k,
+                          fmt::format("a timeline time must be from -{0:g} to {0:g} us, got {1:g}", hw::kMaxMeasuredUs, t));
+      }
+  }
+}
+}  // namespace
+
 ParseResult parse_measurement_file(const std::string& path, double phase_weight, const std::string& layout) {
+  ParseResult res = parse_measurement_file_unchecked(path, phase_weight, layout);
+  check_measured_times(res);
+  return res;
+}
+
+namespace {
+ParseResult parse_measurement_file_unchecked(const std::string& path, double phase_weight, const std::string& layout) {
   const std::string ext = fs::path(path).extension().string();
   if (ext == ".yaml" || ext == ".yml") return parse_scenario_file(path, phase_weight);
   // Bounded (hw/io.hpp): /dev/zero, a FIFO, a directory or a file of hundreds of MB is refused
@@ -1097,6 +1138,7 @@ ParseResult parse_measurement_file(const std::string& path, double phase_weight,
   }
   return parse_jsonl_stream(lines, path, layout);
 }
+}  // namespace
 
 std::vector<FitPoint> to_fit_points(const std::vector<Record>& records, const std::vector<std::string>& models) {
   std::vector<FitPoint> out;

@@ -52,14 +52,6 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
-std::vector<std::string> split_ws(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream ss(s);
-  std::string w;
-  while (ss >> w) out.push_back(w);
-  return out;
-}
-
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "hw/io.hpp"
+#include "hw/printable.hpp"
 #include "hw/temp_files.hpp"
 
 namespace fusesim::calibrate {
@@ -48,9 +49,11 @@ std::string scalar(const YAML::Node& n) {
   return e.c_str();
 }
 
+/// A CSV field from input (an id, a source, a kernel name): hw::printable (no ESC, BEL or newline
+/// reaches whoever views the table, issue 22), quoted with '"' doubled.
 std::string csv_quote(const std::string& s) {
   std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : hw::printable(s)) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
 }
 

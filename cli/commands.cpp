@@ -227,21 +227,29 @@ nlohmann::json assignments(const std::string& text, const std::string& option) {
   return out;
 }
 
-/// --m: "A:B" (A, 2A, 4A, ... up to B) or "M1,M2,...". Errors: std::invalid_argument.
+/// Largest M `tune --m` takes: tune simulates every setting of the search (up to --exhaustive-limit,
+/// 4096) at each M and a simulation grows with M: M = 131072 took 8 s on gemm_ar and 1048576 over
+/// 20 s; 2^18 is 8 x the default's largest M (32768). A larger M is refused before anything runs.
+constexpr int64_t kMaxTuneM = int64_t(1) << 18;
+/// Most M values one --m list may name (a doubling A:B has at most 19).
+constexpr size_t kMaxTuneMs = 64;
+
+/// --m: "A:B" (A, 2A, 4A, ... up to B) or "M1,M2,..." with every M in 1..kMaxTuneM and at most
+/// kMaxTuneMs values. Errors: std::invalid_argument naming --m, the text and the bound.
 std::vector<int64_t> m_list(const std::string& text) {
   std::vector<int64_t> out;
   auto num = [&](const std::string& s) {
     try {
       size_t used = 0;
       const long long v = std::stoll(s, &used);
-      if (used != s.size() || v < 1 || v > models::CaseParam::kMaxDimension) throw std::invalid_argument("");
+      if (used != s.size() || v < 1 || v > kMaxTuneM) throw std::invalid_argument("");
       return int64_t(v);
     } catch (const std::exception&) {
-      // The bound is the models' (CaseParam::dimension): a larger M was refused only after every
-      // smaller M had been tuned (from a fresh-user trial: --m 1:99999999999 ran for minutes first).
+      // A larger M was refused only after every smaller M had been tuned (from a fresh-user trial:
+      // --m 1:99999999999 ran for minutes first); --m 1048576 ran for over 20 s.
       throw std::invalid_argument(fmt::format(
-          "--m: expected A:B (A, 2A, 4A, ... up to B) or M1,M2,... with whole M from 1 to 2^31 = {}, got '{}'",
-          models::CaseParam::kMaxDimension, text));
+          "--m: expected A:B (A, 2A, 4A, ... up to B) or M1,M2,... with whole M from 1 to 2^18 = {}, got '{}'",
+          kMaxTuneM, hw::printable(text)));
     }
   };
   if (const auto c = text.find(':'); c != std::string::npos) {
@@ -253,7 +261,11 @@ std::vector<int64_t> m_list(const std::string& text) {
     std::replace(t.begin(), t.end(), ',', ' ');
     std::istringstream words(t);
     std::string w;
-    while (words >> w) out.push_back(num(w));
+    while (words >> w) {
+      out.push_back(num(w));
+      if (out.size() > kMaxTuneMs)
+        throw std::invalid_argument(fmt::format("--m: more than {} values (tune runs the whole search at each M)", kMaxTuneMs));
+    }
     if (out.empty()) num("");
   }
   std::sort(out.begin(), out.end());
@@ -621,7 +633,7 @@ void register_all(CLI::App& app) {
       fmt::print("{}\n", out.dump(2));
       return;
     }
-    fmt::print("{} ({}): {} parameters\n", hw.name(), *params_path, out.size());
+    fmt::print("{} ({}): {} parameters\n", hw::printable(hw.name()), hw::printable(*params_path), out.size());
     fmt::print("{:<34} {:>12} {:>10} {:<7} {:>10} {:>10}  {:<9} {}\n", "key", "value", "sigma", "unit", "lower", "upper", "kind",
                "source (fitted: on, commit)");
     int unidentified = 0;
@@ -637,7 +649,7 @@ void register_all(CLI::App& app) {
       fmt::print("{:<34} {:>12.6g} {:>10} {:<7} {:>10.4g} {:>10.4g}  {:<9} {}\n", p["key"].get<std::string>(),
                  p["value"].get<double>(), p["sigma"].is_null() ? "-" : fmt::format("{:.3g}", p["sigma"].get<double>()),
                  p["unit"].get<std::string>(), p["lower"].get<double>(), p["upper"].get<double>(), p["kind"].get<std::string>(),
-                 src);
+                 hw::printable(src));  // source, fitted_on and commit come from the file (issue 22)
     }
     if (unidentified)
       fmt::print("{} fitted values are NOT IDENTIFIED: their fit's sigma exceeds the value, so the points they were fitted on "
@@ -680,11 +692,12 @@ void register_all(CLI::App& app) {
   bec->add_option("-k,--k", be->k, "K");
   bec->add_option("--world-size", be->ws, "ranks");
   bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
-  // Both ends of every padding step up to max_m are simulated (3 paths each): 2^20 is 512 steps of
-  // 2048 at world size 8, 16 x the default; 2^63 - 1 never ended.
-  bec->add_option("--max-m", be->max_m, "largest M searched (at most 1048576)")
+  // Both ends of every padding step up to max_m are simulated (3 paths each), and each simulation
+  // grows with M, so the time grows with max_m squared: 2^18 (4 x the default) takes 3-5 s at world
+  // size 2..8; 2^20 took 76 s (issue 22's trial) and 2^63 - 1 never ended.
+  bec->add_option("--max-m", be->max_m, "largest M searched (at most 262144)")
       ->check(CLI::TypeValidator<int64_t>("a whole number"))
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 18));
   bec->add_option("--format", be->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   bec->footer(
       "JSON (--format json): m_vs_split, m_vs_rccl and (with a calibrated hardware file) m_clear_win_vs_split,\n"
@@ -718,7 +731,7 @@ void register_all(CLI::App& app) {
       return fmt::format("M >= {} (wins there and at every larger M up to --max-m {}; M is padded to a multiple of "
                          "world_size x BLOCK_M = {})", m, max_m, smallest);
     };
-    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw.name(), hw.path(), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
+    fmt::print("{} ({}) N={} K={} ws={} wire={} ({})\n", hw::printable(hw.name()), hw::printable(hw.path()), out["n"].get<int64_t>(), out["k"].get<int64_t>(),
                out["world_size"].get<int>(), be->wire, out["quant"].get<std::string>());
     fmt::print("  fused beats split-sdma from      {}\n", show(out["m_vs_split"].get<int64_t>()));
     fmt::print("  fused beats RCCL baseline from   {}\n", show(out["m_vs_rccl"].get<int64_t>()));
@@ -798,7 +811,7 @@ void register_all(CLI::App& app) {
                                                 "profiler trace (a file or a folder of per-rank files)");
   tc->add_option("--max-shapes", ta->max_shapes, "with --from-trace: refuse a trace with more distinct shapes than this (default 64)")
       ->check(CLI::Range(int64_t(1), int64_t(100000)));
-  tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768)");
+  tc->add_option("--m", ta->m, "M: A:B (A, 2A, ... up to B) or M1,M2,... (default 1024:32768; M at most 262144, at most 64 values)");
   tc->add_option("--m-key", ta->m_key, "the case parameter --m sets (default m; afd: tokens)");
   tc->add_option("--baseline", ta->baseline, "the baseline's parameters, KEY=VALUE,... (default mode=rccl)");
   tc->add_option("--values", ta->values, "restrict a knob's candidates: KEY=V1,V2,... (repeatable)");

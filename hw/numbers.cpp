@@ -84,4 +84,10 @@ int64_t to_int(double v, const NumberAt& at, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(v);
 }
 
+double check_measured_us(double us, const NumberAt& at, const char* what) {
+  if (!(us >= kMinMeasuredUs && us <= kMaxMeasuredUs))
+    throw FileError(at.file, at.line, at.key, fmt::format("{} must be from {:g} to {:g} us, got {:g}", what, kMinMeasuredUs, kMaxMeasuredUs, us));
+  return us;
+}
+
 }  // namespace fusesim::hw

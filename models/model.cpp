@@ -225,7 +225,9 @@ std::pair<int, std::string> Case::param_location(const std::string& k) const {
 
 uint64_t CaseGroup::size() const {
   uint64_t n = 1;
-  for (const auto& s : sweep) n *= s.values.size();
+  for (const auto& s : sweep)
+    if (__builtin_mul_overflow(n, uint64_t(s.values.size()), &n))
+      throw std::overflow_error(fmt::format("case group '{}': its sweep lists multiply to more than 2^64 points", id));
   return n;
 }
 

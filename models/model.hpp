@@ -82,6 +82,7 @@ struct CaseGroup {
   int line = 0;                         ///< line of the case in the scenario file
   std::map<std::string, std::pair<int, std::string>> param_lines;  ///< as Case::param_lines
   /// How many cases the group stands for: the product of its sweep lists' lengths (1 without sweep).
+  /// Errors: std::overflow_error when the product passes 2^64 - 1 (scenario::load refuses such a file first).
   uint64_t size() const;
   /// The value index of each swept parameter at point `i` (< size(); std::out_of_range otherwise).
   std::vector<size_t> coordinates(uint64_t i) const;

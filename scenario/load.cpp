@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "hw/numbers.hpp"
 #include "hw/printable.hpp"
 #include "models/model.hpp"
 
@@ -26,9 +27,10 @@ const std::set<std::string> kMeasuredKeys{"value_us", "period_us", "phases_us", 
 const std::set<std::string> kMeasuredPointKeys{"at", "value_us", "period_us", "phases_us", "kernels", "source", "known_miss"};
 const std::set<std::string> kMeasuredPhasesKeys{"phases_us", "source"};
 
-// A measured time (us) is a GPU event's: from 1 ns to about 2.8 hours. Outside, it is a unit mistake
-// (a time in seconds or ps) or hostile (1e-300 made every error percentage overflow to inf).
-constexpr double kMinMeasuredUs = 1e-3, kMaxMeasuredUs = 1e10;
+// A measured time (us): hw::kMinMeasuredUs .. hw::kMaxMeasuredUs (hw/numbers.hpp, shared with
+// every measurement format calibrate reads).
+using hw::kMaxMeasuredUs;
+using hw::kMinMeasuredUs;
 // A tolerance is a percentage of the measured value: above 100% a check can no longer fail for a
 // prediction too fast by any amount (1e308 made every check pass).
 constexpr double kMaxTolerancePct = 100.0;
@@ -219,28 +221,44 @@ models::Scenario load(const std::string& path, const LoadOptions& opt) try {
   // Count the cases every sweep expands to before expanding any (a few lists can multiply to
   // millions of points, each a copy of the parameters): refused over opt.max_cases, with the count.
   {
-    uint64_t total = 0;
-    int first_line = 0;
-    std::string first_key;
+    // Counted exactly while the count fits 64 bits (a product or sum that would wrap is flagged
+    // instead: 8 lists of 256 wrapped to 0 and a 2^64-point group was silently skipped); `approx`
+    // gives the size of a count past 2^64 for the message.
+    struct Count {
+      uint64_t n = 0;
+      bool over = false;  // more than 2^64 - 1
+      long double approx = 0;
+      std::string text() const {
+        return over ? fmt::format("more than 2^64 (about {:.3g})", double(approx)) : fmt::format("{}", n);
+      }
+    };
+    Count total;
+    int first_line = 0, big_line = 0;
+    std::string first_key, big_key;
     for (size_t ci = 0; ci < root["cases"].size(); ++ci) {
       const YAML::Node cnode = root["cases"][ci];
-      uint64_t n = 1;
+      Count g{1, false, 1};
       if (cnode.IsMap() && cnode["sweep"] && cnode["sweep"].IsMap())
         for (auto it = cnode["sweep"].begin(); it != cnode["sweep"].end(); ++it) {
           const uint64_t k = it->second.IsSequence() ? std::max<uint64_t>(it->second.size(), 1) : 1;
-          n = n > UINT64_C(1) << 62 || k > UINT64_C(1) << 62 || n * k > UINT64_C(1) << 62 ? UINT64_C(1) << 62 : n * k;
+          g.approx *= (long double)k;
+          if (!g.over && __builtin_mul_overflow(g.n, k, &g.n)) g.over = true;
         }
-      if (n > 1 && first_key.empty()) {
-        first_line = hw::yaml_line(cnode["sweep"]);
-        first_key = cnode["id"] && cnode["id"].IsScalar() ? "cases[" + cnode["id"].Scalar() + "].sweep" : fmt::format("cases[{}].sweep", ci);
-      }
-      total = std::min<uint64_t>(total + n, UINT64_C(1) << 62);
+      const std::string gkey = cnode.IsMap() && cnode["id"] && cnode["id"].IsScalar() ? "cases[" + hw::printable(cnode["id"].Scalar()) + "].sweep"
+                                                                                     : fmt::format("cases[{}].sweep", ci);
+      const int gline = cnode.IsMap() && cnode["sweep"] ? hw::yaml_line(cnode["sweep"]) : hw::yaml_line(cnode);
+      if ((g.over || g.n > 1) && first_key.empty()) first_line = gline, first_key = gkey;
+      if ((g.over || g.n > opt.max_cases) && big_key.empty()) big_line = gline, big_key = gkey;
+      total.approx += g.approx;
+      if (!total.over && (g.over || __builtin_add_overflow(total.n, g.n, &total.n))) total.over = true;
     }
-    if (total > opt.max_cases)
-      throw FileError(path, first_line, first_key,
-                      fmt::format("the cases and sweeps expand to {}{} cases, more than the limit of {} (nothing was run; pass "
+    if (total.over || total.n > opt.max_cases) {
+      if (big_key.empty()) big_line = first_line, big_key = first_key;
+      throw FileError(path, big_line, big_key,
+                      fmt::format("the cases and sweeps expand to {} cases, more than the limit of {} (nothing was run; pass "
                                   "--max-cases N to allow more)",
-                                  total >= UINT64_C(1) << 62 ? "over " : "", total, opt.max_cases));
+                                  total.text(), opt.max_cases));
+    }
   }
   std::set<std::string> ids;  // the groups' ids so far (duplicate_id)
   // Keys in messages: cases[ID].field, or cases[INDEX].field (0-based) while the case has no usable id.

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "hw/printable.hpp"
 #include <fmt/ranges.h>
 
 #include "models/gemm_ar/breakeven.hpp"
@@ -380,7 +382,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
 std::string format_tune_table(const json& r) {
   std::ostringstream o;
   o << fmt::format("tune {} on {} ({}): baseline {}; fixed {}; search {} over {} settings\n", r["model"].get<std::string>(),
-                   r["hardware"].get<std::string>(), r["hardware_file"].get<std::string>(), r["baseline"].dump(), r["fixed"].dump(),
+                   hw::printable(r["hardware"].get<std::string>()), hw::printable(r["hardware_file"].get<std::string>()), r["baseline"].dump(), r["fixed"].dump(),
                    r["search"]["method"].get<std::string>(), r["search"]["space_size"].get<int64_t>());
   std::vector<std::string> ks;
   for (const auto& k : r["knobs"]) {

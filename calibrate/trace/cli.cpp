@@ -1,5 +1,8 @@
 // fusesim trace: `fusesim trace analyze`, `fusesim trace whatif` and `fusesim trace stragglers`.
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -29,10 +32,20 @@ void add_common(CLI::App* cmd, CommonArgs& a) {
   cmd->add_option("--format", a.format, "Output: table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--rules", a.rules, "YAML file of category rules tried before the built-in ones (repeatable)")->check(CLI::ExistingFile);
   cmd->add_option("--categories", a.categories, "YAML rule table replacing the built-in calibrate/trace/categories.yaml")->check(CLI::ExistingFile);
-  cmd->add_option("--step-regex", a.analyze.step_regex, "CPU annotation names that mark a step (ECMAScript, full match)")->capture_default_str();
+  cmd->add_option("--step-regex", a.analyze.step_regex, "CPU annotation names that mark a step (RE2 syntax, full match)")->capture_default_str();
   cmd->add_option("--decode-max-m", a.analyze.decode_max_m, "Largest GEMM M of a decode step")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--min-phase-votes", a.analyze.min_phase_votes, "Without step annotations: fewest GEMMs forming a phase run")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--gap-min-us", a.analyze.gap_min_us, "Shortest idle gap counted as a gap (us)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gap-min-us", a.analyze.gap_min_us, "Shortest idle gap counted as a gap (us, finite, 0 .. 1e12)")->capture_default_str()->check(CLI::Validator(
+      [](std::string& t) -> std::string {
+        // CLI::NonNegativeNumber let "nan" through and "inf" printed a 309-digit bound (issue 22).
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(t.c_str(), &end);
+        if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 1e12)
+          return "--gap-min-us: expected a number of microseconds in 0 .. 1e12, got '" + t + "'";
+        return {};
+      },
+      "US"));
 }
 
 trace::CategoryTable load_table(const CommonArgs& a) {

@@ -3,7 +3,9 @@
 #include "calibrate/trace/whatif.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -14,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/printable.hpp"
 #include "hw/sm_pool.hpp"
 #include "sim/simulation.hpp"
 
@@ -25,15 +28,17 @@ CollectiveScale parse_collective_scale(const std::string& text) {
     throw std::invalid_argument(fmt::format("--scale-collective '{}': expected REGEX=FACTOR", text));
   CollectiveScale s;
   s.pattern = text.substr(0, eq);
-  try {
-    size_t used = 0;
-    s.factor = std::stod(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1) throw std::invalid_argument("trailing text");
-  } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR '{}' is not a number", text, text.substr(eq + 1)));
-  }
-  if (!(s.factor > 0) || !std::isfinite(s.factor))
-    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR must be > 0", text));
+  // strtod, not stod: stod throws out_of_range for 1e-308 or 1e400, which read as "not a number".
+  const std::string f = text.substr(eq + 1);
+  char* end = nullptr;
+  errno = 0;
+  s.factor = std::strtod(f.c_str(), &end);
+  if (end == f.c_str() || end != f.c_str() + f.size() || std::isnan(s.factor))
+    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR '{}' is not a number", hw::printable(text), hw::printable(f)));
+  // A factor outside 1e-6 .. 1e6 makes an event last under a picosecond or past any trace's length
+  // (no real what-if scales a collective by a million).
+  if (!(s.factor >= 1e-6 && s.factor <= 1e6) || errno == ERANGE)
+    throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR {} is out of range (expected 1e-6 .. 1e6)", hw::printable(text), hw::printable(f)));
   s.re = hw::NamePattern::compile(s.pattern, fmt::format("--scale-collective '{}'", text));
   return s;
 }
@@ -500,6 +505,18 @@ double replay_span_us(const ReplayGraph& g) {
   return replay({&g}, {}).span_us[0];
 }
 
+void WhatIfChanges::add_not_fused(const std::vector<NotFused>& o) {
+  for (const auto& x : o) {
+    auto same = [&](const NotFused& y) {
+      return y.file == x.file && y.event == x.event && y.m == x.m && y.n == x.n && y.k == x.k && y.reason == x.reason;
+    };
+    auto it = std::find_if(not_fused.begin(), not_fused.end(), same);
+    if (it != not_fused.end()) it->pairs += x.pairs;
+    else if (not_fused.size() < 1000) not_fused.push_back(x);  // a bound on the report; counted below
+    else not_fused.back().pairs += x.pairs;
+  }
+}
+
 WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size, int rank) {
   WhatIfChanges ch;
   const auto& file = *tl.file;
@@ -559,9 +576,21 @@ WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfO
         ch.fuse_skipped_no_shape++;
         continue;
       }
-      double t = opt.gemm_ar_predictor(mb, s.n, s.k, world_size);
-      if (!(t >= 0) || !std::isfinite(t))
-        throw std::runtime_error(fmt::format("GEMM+all-reduce predictor returned {} us for {}x{}x{}", t, s.m, s.n, s.k));
+      // A shape the fused model refuses (K < 256, M = 2^40, ...) leaves this pair as measured and is
+      // reported with its file, kernel and the model's reason (tune --from-trace's "not tuned"); one
+      // such GEMM had ended the whole replay with the bare model error.
+      double t = 0;
+      std::string why;
+      try {
+        t = opt.gemm_ar_predictor(mb, s.n, s.k, world_size);
+        if (!(t >= 0) || !std::isfinite(t)) why = fmt::format("the predictor returned {} us", t);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!why.empty()) {
+        ch.add_not_fused({{file.path, hw::printable(name_of(g.nodes[static_cast<size_t>(prev[i])])), mb, s.n, s.k, hw::printable(why), 1}});
+        continue;
+      }
       auto& members = nodes_of_gemm_op[p.gemm_op];
       bool first = true;
       for (int m : members) {
@@ -918,6 +947,7 @@ WhatIfReport whatif(const std::vector<TraceFile>& files, const CategoryTable& ta
       rep.changes.scaled += ch.scaled;
       rep.changes.fused += ch.fused;
       rep.changes.fuse_skipped_no_shape += ch.fuse_skipped_no_shape;
+      rep.changes.add_not_fused(ch.not_fused);
     }
     auto changed = run();
     std::vector<double> charged_spans;
@@ -1004,6 +1034,10 @@ nlohmann::json to_json(const WhatIfReport& r) {
   changes["events_rescaled"] = r.changes.scaled;
   changes["gemm_ar_fused"] = r.changes.fused;
   changes["gemm_ar_skipped_no_shape"] = r.changes.fuse_skipped_no_shape;
+  changes["gemm_ar_not_fused"] = nlohmann::json::array();
+  for (const auto& x : r.changes.not_fused)
+    changes["gemm_ar_not_fused"].push_back(
+        {{"file", hw::printable(x.file)}, {"event", x.event}, {"m", x.m}, {"n", x.n}, {"k", x.k}, {"reason", x.reason}, {"pairs", x.pairs}});
   j["changes"] = changes;
   j["epsilon_us"] = r.options.epsilon_us;
   j["ranks_coupled"] = r.coupled;
@@ -1068,11 +1102,17 @@ std::string to_table(const WhatIfReport& r) {
   for (const auto& s : r.options.scale)
     what.push_back(s.rank >= 0 ? fmt::format("'{}' x {} on rank {}", s.pattern, s.factor, s.rank) : fmt::format("'{}' x {}", s.pattern, s.factor));
   if (!r.options.scale.empty()) what.push_back(fmt::format("({} events rescaled)", r.changes.scaled));
+  int not_fused = 0;
+  for (const auto& x : r.changes.not_fused) not_fused += x.pairs;
   if (r.options.fuse_gemm_ar)
-    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape; each pair's time is the fused "
+    what.push_back(fmt::format("GEMM+all-reduce fused ({} pairs, {} skipped without a joined shape{}; each pair's time is the fused "
                                "model's: {})", r.changes.fused, r.changes.fuse_skipped_no_shape,
+                               not_fused ? fmt::format(", {} not fused: the model refuses their shape (listed below)", not_fused) : std::string(),
                                r.options.gemm_ar_model.empty() ? std::string("predictor not described") : r.options.gemm_ar_model));
   fmt::format_to(out, "change: {}\n", what.empty() ? std::string("none") : fmt::format("{}", fmt::join(what, "; ")));
+  for (const auto& x : r.changes.not_fused)
+    fmt::format_to(out, "   not fused: {}: {} (M={} N={} K={}{}): {}\n", hw::printable(x.file), x.event, x.m, x.n, x.k,
+                   x.pairs > 1 ? fmt::format(", {} pairs", x.pairs) : std::string(), x.reason);
   fmt::format_to(out, "   {:<20} {:<8} {:>14} {:>14} {:>14} {:>10}\n", "window", "phase", "measured_us", "replay_us", "whatif_us", "saving");
   for (const auto& w : r.windows) {
     double saved = std::abs(w.replay_us - w.whatif_us) < 1e-6 ? 0.0 : w.replay_us - w.whatif_us;

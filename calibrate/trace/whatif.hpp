@@ -188,10 +188,24 @@ struct WhatIfChanges {
   int comm_moved = 0, consumers_added = 0;
   int scaled = 0;
   int fused = 0, fuse_skipped_no_shape = 0;
+  /// A GEMM + all-reduce pair --fuse-gemm-ar left unfused because the fused model refused its shape
+  /// (K < 256, M = 2^40, ...): the pair keeps its measured times and the replay goes on.
+  struct NotFused {
+    std::string file;    ///< the trace file (as given)
+    std::string event;   ///< the GEMM kernel's name, hw::printable
+    int64_t m = 0, n = 0, k = 0;  ///< the joined shape (m includes the batch)
+    std::string reason;  ///< the model's error, hw::printable
+    int pairs = 1;       ///< how many pairs of this file, kernel, shape and reason
+  };
+  std::vector<NotFused> not_fused;
+  /// Add `o`'s not_fused to this one's, counting repeats of the same file, event, shape and reason.
+  void add_not_fused(const std::vector<NotFused>& o);
 };
 
-/// Apply the options' changes to a graph of rank `rank` in place. Errors: std::invalid_argument for
-/// a bad regex or factor, std::runtime_error when fuse_gemm_ar has no predictor.
+/// Apply the options' changes to a graph of rank `rank` in place. A GEMM + all-reduce pair whose shape
+/// the predictor refuses (it throws, or returns a time that is not finite and >= 0) is left as
+/// measured and listed in WhatIfChanges::not_fused. Errors: std::invalid_argument for a bad regex or
+/// factor, std::runtime_error when fuse_gemm_ar has no predictor.
 WhatIfChanges apply_whatif(ReplayGraph& g, const RankTimeline& tl, const WhatIfOptions& opt, int world_size,
                            int rank = -1);
 

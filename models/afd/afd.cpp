@@ -825,6 +825,12 @@ void validate(const AfdCase& c, const hw::Hardware& hw) {
   if (c.capacity < 1) bad("capacity", fmt::format("must be >= 1, got {}", c.capacity));
   if (c.experts < 1 || c.experts > 65536) bad("experts", fmt::format("must be in 1..65536, got {}", c.experts));
   if (c.topk < 1 || c.topk > c.experts) bad("topk", fmt::format("must be in 1..'experts' ({}), got {}", c.experts, c.topk));
+  // Routing draws topk experts for every token of every Attention rank: at most kMaxRoutedRows
+  // draws (2^26: 8 ranks x 2^20 tokens x top-8; the largest scenario routes 12 x 16384 x 8 = 1.6e6).
+  // 1048576 tokens at top-65535 asked for 6.9e10 draws and ran for minutes past any event budget.
+  if (int64_t(c.attention_ranks) * c.tokens * c.topk > kMaxRoutedRows)
+    bad("topk", fmt::format("x 'tokens' x 'attention_ranks' = {} x {} x {} = {} expert draws, more than the {} this model routes",
+                            c.topk, c.tokens, c.attention_ranks, int64_t(c.attention_ranks) * c.tokens * c.topk, kMaxRoutedRows));
   if (c.experts % c.ffn_ranks)
     bad("experts", fmt::format("({}) must be a multiple of 'ffn_ranks' ({})", c.experts, c.ffn_ranks));
   // InfiniBand-only switches: the NVLink-domain model (run_nvlink) reads none of them, so on

@@ -18,6 +18,8 @@ namespace fusesim::afd {
 /// still a run of under two seconds and ~120 MB on the 12-Attention-rank pods (routing keeps
 /// per-token state; T = 1e8 needed ~10 GB and looked like a hang).
 inline constexpr int kMaxTokens = 1 << 20;
+/// Most expert draws one case's routing makes (attention_ranks x tokens x topk; validate refuses more).
+inline constexpr int64_t kMaxRoutedRows = int64_t(1) << 26;
 
 /**
  * One exchange (dispatch + combine) to simulate. Names follow the benchmark (seed 004 passthrough):

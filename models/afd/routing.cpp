@@ -29,7 +29,10 @@ Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int
   r.tokens_to.assign(sources, std::vector<int>(ffn_ranks, 0));
   r.rows_to.assign(sources, std::vector<int>(ffn_ranks, 0));
   const int per_rank = experts / ffn_ranks;
-  std::vector<int> ids(experts);
+  // ids stays the identity between tokens: each token's swaps are undone in reverse order (the
+  // same draws and the same subsets as an iota per token, without experts steps per token).
+  std::vector<int> ids(experts), swapped(topk);
+  std::iota(ids.begin(), ids.end(), 0);
   for (int s = 0; s < sources; ++s) {
     // One stream per source: token t of source s draws the same experts whatever T and the other
     // sources are, so one more token only adds work (monotonic in T).
@@ -37,11 +40,11 @@ Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int
     std::mt19937_64 rng(seq);
     std::vector<int> load(experts, 0);
     for (int t = 0; t < tokens; ++t) {
-      std::iota(ids.begin(), ids.end(), 0);
       // Partial Fisher-Yates: the first k entries are a uniform k-subset.
       for (int i = 0; i < topk; ++i) {
         std::uniform_int_distribution<int> d(i, experts - 1);
-        std::swap(ids[i], ids[d(rng)]);
+        swapped[i] = d(rng);
+        std::swap(ids[i], ids[swapped[i]]);
         const int e = ids[i];
         if (load[e] >= capacity) { ++r.dropped_rows; continue; }
         ++load[e];
@@ -49,6 +52,7 @@ Routing route(int sources, int ffn_ranks, int tokens, int topk, int experts, int
         r.rows[s][size_t(t) * ffn_ranks + f]++;
         r.hits[s][t] |= 1u << f;
       }
+      for (int i = topk; i-- > 0;) std::swap(ids[i], ids[swapped[i]]);
       for (int f = 0; f < ffn_ranks; ++f) {
         const int n = r.rows[s][size_t(t) * ffn_ranks + f];
         r.rows_to[s][f] += n;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "hw/group.hpp"
+#include "hw/numbers.hpp"
 #include "hw/sm_pool.hpp"
 #include "sim/simulation.hpp"
 
@@ -17,6 +18,10 @@ namespace {
 using hw::ParamDecl;
 using hw::Quantity;
 constexpr double T = 1e12;
+// Most output tiles one GEMM may have: 2^20 (a 65536 x 65536 output in 64 x 64 tiles; the largest
+// measured case in scenarios/, 8192 x 8192 in 256 x 128 tiles, has 2048). One tile costs about 0.5 us of
+// simulation, so the bound keeps a case under a second.
+constexpr int64_t kMaxTiles = int64_t(1) << 20;
 
 const CaseSchema& schema() {
   auto dim = [](const char* k, const char* what) { return CaseParam::dimension(k, what).required(); };
@@ -29,15 +34,17 @@ const CaseSchema& schema() {
        CaseParam::integer("gemm_threads", "threads per GEMM block").otherwise(384).at_least(1),
        CaseParam::integer("gemm_regs", "registers per GEMM thread").otherwise(168).at_least(1),
        CaseParam::number("gemm_smem_bytes", "shared memory per GEMM block (bytes)").otherwise(213188).at_least(0),
-       CaseParam::number("alone_time_us", "the GEMM alone, measured (us)").above(0),
+       // Measured inputs keep the bounds of every measured time (hw/numbers.hpp; 1e-300 predicted -nan).
+       CaseParam::number("alone_time_us", "the GEMM alone, measured (us)").at_least(hw::kMinMeasuredUs).at_most(hw::kMaxMeasuredUs),
        CaseParam::name("neighbour", "none, copy or compute").one_of({"none", "copy", "compute"}).otherwise("none"),
        CaseParam::integer("blocks", "the neighbour's blocks").otherwise(0).at_least(0),
        CaseParam::integer("neighbour_threads", "threads per neighbour block").otherwise(512).at_least(1),
        CaseParam::integer("neighbour_regs", "registers per neighbour thread").otherwise(32).at_least(1),
        CaseParam::number("neighbour_smem_bytes", "shared memory per neighbour block (bytes)").otherwise(0).at_least(0),
        CaseParam::integer("neighbour_tpcs", "TPCs the neighbour's blocks landed on (measured placement)").at_least(0),
-       CaseParam::number("neighbour_alone_GBps", "copy neighbour: its bandwidth alone (GB/s, read + write)").at_least(0),
-       CaseParam::number("cover", "the neighbour's length over the GEMM's alone time").otherwise(20).above(0),
+       // No GPU's memory moves 100 TB/s (an H200's HBM: 4.8 TB/s).
+       CaseParam::number("neighbour_alone_GBps", "copy neighbour: its bandwidth alone (GB/s, read + write)").at_least(0).at_most(1e5),
+       CaseParam::number("cover", "the neighbour's length over the GEMM's alone time").otherwise(20).above(0).at_most(1e6),
        CaseParam::integer("cluster_slots",
                           "round 2: CTA slots free for the GEMM's clusters, sum over GPCs of cluster x floor(free SMs / "
                           "cluster) (calibrate/data/h200/predict_smshare_r2.py); given: the round-2 rule")
@@ -233,7 +240,14 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   const int64_t m = v.integer("m"), n = v.integer("n"), k = v.integer("k");
   const int64_t tm = v.integer("tile_m"), tn = v.integer("tile_n");
   const int grid = int(v.integer("grid")), cluster = int(v.integer("cluster"));
-  const int tiles = int(((n + tm - 1) / tm) * ((m + tn - 1) / tn));
+  // The GEMM's tiles, each an event of the engine (and of hw::run_tiled's loop): at most kMaxTiles.
+  // Counted in int64 (m = n = 2^31 overflowed int) before anything runs: m = 2^31 made 3.6e8 tiles
+  // and 200 s of simulation that no event budget stopped.
+  const int64_t tiles64 = ((n + tm - 1) / tm) * ((m + tn - 1) / tn);
+  if (tiles64 > kMaxTiles)
+    throw ParamError("m", fmt::format("the GEMM has {} output tiles (ceil(n / tile_m) x ceil(m / tile_n) = ceil({} / {}) x ceil({} / {})), "
+                                      "more than the {} this model simulates", tiles64, n, tm, m, tn, kMaxTiles));
+  const int tiles = int(tiles64);
   const int rounds = (tiles + grid - 1) / grid;
   auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
   if (rate(grid) <= 0) throw ParamError("grid", fmt::format("the tile rate r(grid={}) is not positive", grid));

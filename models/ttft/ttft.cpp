@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/io.hpp"
+#include "hw/numbers.hpp"
 #include "models/model.hpp"
 
 namespace fusesim::models {
@@ -29,7 +30,9 @@ const CaseSchema& ttft_case_schema() {
        CaseParam::dimension("batch", "requests in the batch").required(),
        CaseParam::dimension("chunk_tokens", "chunked-prefill size (M of each call)").required(),
        CaseParam::node("layers", "layers that run the fused op per chunk (> 0), or {fit: NAME} of the scenario's layer_fits").required(),
-       CaseParam::number("ttft_base_ms", "the measured baseline TTFT (ms)").required().above(0)}};
+       // A measured time: the bounds every measured time has (hw/numbers.hpp), in ms (1e300 printed a
+       // 300-digit prediction).
+       CaseParam::number("ttft_base_ms", "the measured baseline TTFT (ms)").required().at_least(hw::kMinMeasuredUs * 1e-3).at_most(hw::kMaxMeasuredUs * 1e-3)}};
   return schema;
 }
 }  // namespace

@@ -261,7 +261,9 @@ TEST_F(MoriRunner, ExpansionRunsEveryCombinationTheBenchmarkAccepts) {
   // 12288 rows / 8 ranks / BLOCK_M 128 = 12 row bands per destination: chunks 8 runs as 4 (not 6).
   EXPECT_NE(all.find("chunks 8 runs as 4 at M=12288 (12 row bands"), std::string::npos) << all;
   for (const auto& r : runs)
-    if (r.params["mode"] == "split-sdma") EXPECT_NE(r.command.find("--chunks 4"), std::string::npos) << r.command;
+    if (r.params["mode"] == "split-sdma") {
+      EXPECT_NE(r.command.find("--chunks 4"), std::string::npos) << r.command;
+    }
   EXPECT_EQ(lowered_chunks(8, 12), 4);
   EXPECT_EQ(lowered_chunks(8, 16), 8);
   EXPECT_EQ(lowered_chunks(8, 6), 2);
@@ -366,7 +368,9 @@ TEST_F(MoriRunner, StatedLayoutIsRecordedAndRead) {
   for (const auto& r : parsed().records) {
     EXPECT_FALSE(r.rejected) << r.reason;
     EXPECT_EQ(r.extra["layout"], "0b26ebf8");
-    if (r.params["mode"].as<std::string>() == "fused-sdma") EXPECT_EQ(r.params["chunks"].as<int>(), 1);
+    if (r.params["mode"].as<std::string>() == "fused-sdma") {
+      EXPECT_EQ(r.params["chunks"].as<int>(), 1);
+    }
   }
   std::filesystem::remove(opt.out);
   setenv("FAKE_RECORDED", fixture("layouts/recorded_103655f6.jsonl").c_str(), 1);

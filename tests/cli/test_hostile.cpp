@@ -19,7 +19,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <iterator>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -99,7 +101,7 @@ TEST(PlotNames, GnuplotLiteralsAndFileStemsAreSafe) {
   using namespace fusesim::plotnames;
   EXPECT_EQ(gnuplot_literal("a'b\n!touch X"), "'a''b?!touch X'");
   EXPECT_EQ(gnuplot_literal("`touch X` @M"), "'`touch X` @M'");  // single quotes: no substitution
-  EXPECT_EQ(gnuplot_comment("x\\\n!touch X"), "x??!touch X");
+  EXPECT_EQ(gnuplot_comment("x\\\n!touch X"), "x?" "?!touch X");  // two literals: no trigraph
   EXPECT_EQ(safe_file_stem("../../x"), "_._.._x");
   EXPECT_EQ(safe_file_stem("a/b\n!touch c"), "a_b__touch_c");
   EXPECT_EQ(safe_file_stem(""), "unnamed");
@@ -151,7 +153,7 @@ TEST(HostileNames, CheckPlotRunsNoCommandAndStaysInItsFolder) {
 // before anything is created or built.
 TEST(HostileNames, ProbeScriptRefusesAHostileCommit) {
   const fs::path d = fresh_dir();
-  for (const std::string commit : {"x\"\n!touch " + (d / "PWNED").string(), std::string("../../x"), std::string("a\" ; touch PWNED ; \"")}) {
+  for (const std::string& commit : {"x\"\n!touch " + (d / "PWNED").string(), std::string("../../x"), std::string("a\" ; touch PWNED ; \"")}) {
     const Ran r = sh("bash hw/kernels/run_all_probes.sh " + qp(d / "out") + " '" + commit + "'");
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_TRUE(has(r.out, "COMMIT must be 1-64 characters of [A-Za-z0-9._+-]")) << r.out;
@@ -250,7 +252,7 @@ TEST(HostileParsers, AfdLinesBombsAreErrorsNamingFileAndLine) {
   e = parse("n.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": " + std::string(5000, '[') + std::string(5000, ']') + "}\n");
   EXPECT_TRUE(has(e, "n.jsonl:2:") && has(e, "nested more than 64 levels")) << e;
   e = parse("i.jsonl", "#### 4F:8A num-sms 99999999999999999999\n{\"tokens\": 1, \"afd\": [83.1, 0, 0]}\n");
-  EXPECT_TRUE(has(e, "i.jsonl:1: 'transport_sms': expected a whole number from 0 to 1073741824")) << e;
+  EXPECT_TRUE(has(e, "i.jsonl:1: 'num-sms': expected a whole number from 0 to 1073741824")) << e;
   e = parse("t.jsonl", "#### 4F:8A num-sms 8\n{\"tokens\": 1e300, \"afd\": [83.1, 0, 0]}\n");
   EXPECT_TRUE(has(e, "t.jsonl:2: 'tokens': expected a whole number from 1 to")) << e;
 }
@@ -366,7 +368,7 @@ TEST(BoundedWork, DimensionsNearInt64AreRefusedAtOnce) {
   r = sh(kBin + " tune --shape n=7168,k=2048,world_size=8 --m 1:99999999999");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "--m: expected")) << r.out;
-  EXPECT_TRUE(has(r.out, "from 1 to 2^31 = 2147483648, got '1:99999999999'")) << r.out;
+  EXPECT_TRUE(has(r.out, "from 1 to 2^18 = 262144, got '1:99999999999'")) << r.out;
   EXPECT_LT(r.seconds, fusesim::test::time_limit_s(2));
 }
 
@@ -499,7 +501,9 @@ TEST(Interruption, AKilledPlotLeavesNoPartialImage) {
     EXPECT_FALSE(any_hidden_temp(d / "p"));
     for (const auto& e : fs::directory_iterator(d / "p")) {
       const auto ext = e.path().extension();
-      if (ext == ".png" || ext == ".svg") EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
+      if (ext == ".png" || ext == ".svg") {
+        EXPECT_GT(fs::file_size(e.path()), 0u) << e.path();
+      }
     }
   }
   EXPECT_GT(killed, 0) << "no run was killed while gnuplot drew: the test did not test";
@@ -982,5 +986,228 @@ TEST(PlotFiles, TunePlotReplacesPlantedLinks) {
     EXPECT_NE(f[0], '.') << "a temporary left: " << f;
     EXPECT_EQ(fs::status(plots / f).permissions() & fs::perms::all,
               fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read) << f;
+  }
+}
+
+// --- the fresh-user trial of 2026-12-06 (issue 22, num22) --------------------------------------------
+
+namespace {
+/// `name` in `d` holding `text`; returns its quoted path.
+std::string put(const fs::path& d, const std::string& name, const std::string& text) {
+  std::ofstream(d / name) << text;
+  return qp(d / name);
+}
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+/// A RESULT_JSON line of seed 000's layout with the given id, table, source and time.
+std::string result_line(const std::string& id, const std::string& table, const std::string& source, const std::string& us) {
+  return "{\"mode\": \"split-sdma\", \"world_size\": 8, \"m\": 8192, \"n\": 7168, \"k\": 2048, \"quant\": \"blockscale\", \"chunks\": 8, "
+         "\"gather_dtype\": \"bf16\", \"gather_transport\": \"sdma\", \"fuse_quantize\": false, \"fuse_reduce_push\": false, "
+         "\"gather_bands\": 1, \"publish\": \"writethrough\", \"sdma_queues\": 1, \"max_rank_time_us\": " + us +
+         ", \"table\": \"" + table + "\", \"id\": \"" + id + "\", \"source\": \"" + source + "\"}\n";
+}
+}  // namespace
+
+// 1. The sweep count did not wrap: 8 lists of 256 (2^64 points) had become "point 1 of 0", and a
+// 2^64-point group before a plain case printed only the plain case with exit 0; 7 lists of 1000 said
+// 3875820019684212736 cases. Now: "more than 2^64", file:line of the group, whatever --max-cases says.
+TEST(BoundedWork, SweepCountsPast2To64AreNotWrapped) {
+  const fs::path d = fresh_dir();
+  auto list = [](int n, int from) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(from + i);
+    return s + "]";
+  };
+  const std::string head = "scenario: s\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ndefaults: {quant: blockscale, mode: fused-sdma}\ncases:\n";
+  std::string a = "  - id: a\n    sweep: {";
+  for (const char* k : {"m", "n", "k", "chunks", "pull_blocks", "gather_bands", "sdma_queues", "world_size"})
+    a += std::string(k) + ": " + list(256, 1024) + (std::string(k) == "world_size" ? "" : ", ");
+  a += "}\n";
+  const std::string b = "  - id: b\n    params: {m: 1024, n: 7168, k: 2048, world_size: 8}\n";
+  for (const auto& [name, text, line] : {std::tuple{"ab.yaml", head + a + b, 7}, std::tuple{"ba.yaml", head + b + a, 9}}) {
+    const std::string p = put(d, name, text);
+    for (const std::string lim : {"", " --max-cases 4611686018427387904"}) {
+      const Ran r = sh(kBin + " check " + p + lim);
+      EXPECT_NE(r.rc, 0) << r.out;
+      EXPECT_TRUE(has(r.out, fmt::format("{}:{}: 'cases[a].sweep': the cases and sweeps expand to more than 2^64", name, line))) << r.out;
+      EXPECT_FALSE(has(r.out, "of 0")) << r.out;
+      EXPECT_LT(r.seconds, time_limit_s(10));
+    }
+  }
+  std::string seven = "  - id: c\n    sweep: {";
+  for (const char* k : {"m", "n", "k", "chunks", "pull_blocks", "gather_bands", "sdma_queues"})
+    seven += std::string(k) + ": " + list(1000, 1) + (std::string(k) == "sdma_queues" ? "" : ", ");
+  seven += "}\n";
+  const Ran r = sh(kBin + " run " + put(d, "seven.yaml", head + seven));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "seven.yaml:7: 'cases[c].sweep': the cases and sweeps expand to more than 2^64 (about 1e+21) cases")) << r.out;
+  EXPECT_FALSE(has(r.out, "3875820019684212736")) << r.out;
+}
+
+// 2. Cases whose work lay outside the engine's events (a GEMM of 3.6e8 tiles, 6.9e10 expert draws,
+// breakeven and tune over M = 2^20) end within seconds, naming the key or option and the bound.
+TEST(BoundedWork, LongCasesEndWithAClearErrorInSeconds) {
+  const fs::path d = fresh_dir();
+  const std::string sm = "scenario: s\nhardware: " + kRoot + "/hw/h200-1gpu.yaml\nmodel: sm_sharing\ncases:\n  - id: a\n    params: {m: M, n: N, "
+                         "k: 8192, tile_m: 192, tile_n: 192, grid: 132, cluster: 2, gemm_threads: 384, gemm_regs: 168, gemm_smem_bytes: 213204, "
+                         "alone_time_us: 189.024, neighbour: copy, blocks: 6, neighbour_threads: 512, neighbour_regs: 30, "
+                         "neighbour_alone_GBps: 580.205, cover: 20}\n";
+  auto with = [&](std::string t, const std::string& m, const std::string& n) {
+    t.replace(t.find("m: M"), 4, "m: " + m);
+    t.replace(t.find("n: N"), 4, "n: " + n);
+    return t;
+  };
+  for (const auto& [m, n, tiles] : {std::tuple{"2147483648", "6144", "357913952"}, std::tuple{"2147483648", "2147483648", "125099997105721"}}) {
+    const Ran r = sh(kBin + " run " + put(d, "sm.yaml", with(sm, m, n)));
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(has(r.out, fmt::format("sm.yaml:6: 'cases[a].params.m': the GEMM has {} output tiles", tiles))) << r.out;
+    EXPECT_TRUE(has(r.out, "more than the 1048576 this model simulates")) << r.out;
+    EXPECT_LT(r.seconds, time_limit_s(10));
+  }
+  const Ran ok = sh(kBin + " run " + put(d, "sm.yaml", with(sm, "8192", "8192")));
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  const Ran afd = sh(kBin + " run " + put(d, "afd.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n"
+                                                       "  - id: a\n    params: {path: afd, attention_ranks: 1, ffn_ranks: 3, experts: 65535, "
+                                                       "tokens: 1048576, transport_sms: 24, hidden: 2048, topk: 65535, capacity: 2048, seed: 4}\n"));
+  EXPECT_EQ(afd.rc, 1) << afd.out;
+  EXPECT_TRUE(has(afd.out, "afd.yaml:6: 'cases[a].params.topk'")) << afd.out;
+  EXPECT_TRUE(has(afd.out, "more than the 67108864 this model routes")) << afd.out;
+  EXPECT_LT(afd.seconds, time_limit_s(10));
+  Ran r = sh(kBin + " breakeven --max-m 1048576");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "--max-m")) << r.out;
+  EXPECT_LT(r.seconds, time_limit_s(2));
+  r = sh(kBin + " tune --shape n=7168,k=2048,world_size=8 --m 1048576");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "from 1 to 2^18 = 262144, got '1048576'")) << r.out;
+  EXPECT_LT(r.seconds, time_limit_s(2));
+}
+
+// 3. Ids, sources, hardware names and non-JSON lines reach the terminal and the plot CSVs escaped.
+TEST(Printable, FitParamsBreakevenTuneAndPlotCsvsCarryNoControls) {
+  const fs::path d = fresh_dir();
+  const std::string ctrl = put(d, "ctrl.jsonl", result_line("a\\u001b[31m\\u0007b", "t\\u001b[2J", "s\\u001b]0;t\\u0007", "722.0"));
+  const std::string junk = put(d, "junk.jsonl", "junk \x1b]0;PWNED\x07 \x1b[2J\r line\n" + result_line("x", "t", "s", "722.0"));
+  for (const std::string& m : {ctrl, junk}) {
+    const Ran r = sh(kBin + " calibrate fit --measurements " + m + " --hw hw/mi355x-8gpu.yaml --plot " + qp(d / ("plot" + std::to_string(m.size()))));
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_TRUE(no_controls(r.out)) << r.out;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (e.path().extension() == ".csv") {
+      EXPECT_TRUE(no_controls(read_all(e.path()))) << e.path();
+    }
+  EXPECT_TRUE(has(sh(kBin + " calibrate fit --measurements " + junk + " --hw hw/mi355x-8gpu.yaml").out, "junk \\x1b]0;PWNED\\x07"));
+  // A hardware file whose name and a source carry ESC/BEL.
+  std::string hwt = read_all(kRoot + "/hw/mi355x-8gpu.yaml");
+  const auto nl = hwt.find("\nname:");
+  ASSERT_NE(nl, std::string::npos);
+  hwt.replace(nl + 1, hwt.find('\n', nl + 1) - nl - 1, "name: \"mi\\e]0;PWN\\a\\e[2Jx\"");
+  const std::string hwp = put(d, "hwesc.yaml", hwt);
+  for (const std::string& cmd : {" params " + hwp, " breakeven --hw " + hwp + " --max-m 8192",
+                                 " tune --hw " + hwp + " --shape n=7168,k=2048,world_size=8,quant=blockscale --m 8192 --knobs chunks"}) {
+    const Ran r = sh(kBin + cmd);
+    EXPECT_EQ(r.rc, 0) << cmd << ": " << r.out;
+    EXPECT_TRUE(no_controls(r.out)) << cmd << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "mi\\x1b]0;PWN\\x07\\x1b[2Jx")) << cmd << ": " << r.out;
+  }
+  // check --plot's CSV: an id and a source with ESC and BEL.
+  const std::string sc = put(d, "esc.yaml", "scenario: e\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                                            "  - id: \"a\\e[31m\\ab\"\n    params: {mode: fused-sdma, m: 8192, n: 7168, k: 2048}\n"
+                                            "    measured: {value_us: 700, source: \"s\\e]0;t\\a\"}\n");
+  const Ran c = sh(kBin + " check " + sc + " --plot " + qp(d / "cplot"));
+  EXPECT_TRUE(no_controls(c.out)) << c.out;
+  int csvs = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d / "cplot"))
+    if (e.path().extension() == ".csv") {
+      ++csvs;
+      EXPECT_TRUE(no_controls(read_all(e.path()))) << e.path();
+    }
+  EXPECT_GT(csvs, 0);
+}
+
+// 4. Measured times outside 1e-3 .. 1e10 us (the scenario bounds, one definition) are refused in every
+// measurement format with file, line and key; calibrate fit writes no hardware file with inf; AFD
+// headers are parsed strictly; measured inputs of sm_sharing and ttft are bounded.
+TEST(MeasuredBounds, EveryFormatRefusesTimesOutsideTheScenarioBounds) {
+  const fs::path d = fresh_dir();
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"rj_small.jsonl", result_line("x", "t", "s", "722.0") + result_line("y", "t", "s", "1e-300")},
+      {"rj_big.jsonl", result_line("x", "t", "s", "1e300")},
+      {"afd.jsonl", "#### 2F:2A num-sms 24\n{\"tokens\": 128, \"afd\": [1e300, 0.0, 0]}\n"},
+      {"probe.jsonl", "{\"probe\": \"hbm_copy\", \"time_us\": 1e-300, \"bytes\": 1024}\n"},
+  };
+  for (const auto& [name, text] : bad) {
+    const Ran r = sh(kBin + " calibrate fit --measurements " + put(d, name, text) + " --hw hw/mi355x-8gpu.yaml --out " + qp(d / "out.yaml"));
+    EXPECT_EQ(r.rc, 1) << name << ": " << r.out;
+    EXPECT_TRUE(has(r.out, name + ":")) << r.out;
+    EXPECT_TRUE(has(r.out, "a measured time must be from 0.001 to 1e+10 us")) << r.out;
+    EXPECT_FALSE(fs::exists(d / "out.yaml")) << name;
+  }
+  for (const std::string h : {"1e300", "24.5", "0x18", "-5", "NaN"}) {
+    const Ran r = sh(kBin + " calibrate fit --measurements " + put(d, "h.jsonl", "#### 2F:2A num-sms " + h + "\n{\"tokens\": 128, \"afd\": [83.11, 0.0, 0]}\n") +
+                     " --hw hw/h200-4gpu-nvlink.yaml");
+    EXPECT_EQ(r.rc, 1) << h << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "h.jsonl:1: 'num-sms': expected a whole number")) << h << ": " << r.out;
+  }
+  Ran r = sh(kBin + " calibrate fit --measurements " + put(d, "hy.jsonl", "#### 2F:2A hybrid maybe\n{\"tokens\": 128, \"afd\": [83.11, 0.0, 0]}\n") +
+             " --hw hw/h200-4gpu-nvlink.yaml");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "hy.jsonl:1: 'hybrid': expected on or off after 'hybrid', got 'maybe'")) << r.out;
+  r = sh(kBin + " run " + put(d, "smnan.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h200-1gpu.yaml\nmodel: sm_sharing\ncases:\n  - id: a\n"
+                                               "    params: {m: 6144, n: 6144, k: 8192, tile_m: 192, tile_n: 192, grid: 132, cluster: 2, "
+                                               "alone_time_us: 1e-300, neighbour: none}\n"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "smnan.yaml:6: 'cases[a].params.alone_time_us'")) << r.out;
+  EXPECT_FALSE(has(r.out, "-nan")) << r.out;
+  r = sh(kBin + " run " + put(d, "ttft.yaml", "scenario: t\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: ttft\ncases:\n  - id: a\n"
+                                              "    params: {batch: 8, prompt_tokens: 4096, chunk_tokens: 16384, layers: 61, ttft_base_ms: 1e300, "
+                                              "base: {mode: rccl, n: 7168, k: 2048, world_size: 8, quant: blockscale}, "
+                                              "fused: {mode: fused-sdma, n: 7168, k: 2048, world_size: 8, quant: blockscale}}\n"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "ttft.yaml:6: 'cases[a].params.ttft_base_ms'")) << r.out;
+}
+
+// 5. One GEMM the fused model refuses (K = 1) no longer ends the what-if: the pair is kept as measured
+// and listed with the file, the kernel and the model's reason.
+TEST(TraceWhatIf, AGemmTheFusedModelRefusesIsListedNotFatal) {
+  const fs::path d = fresh_dir();
+  const std::string tr = put(d, "k1.json",
+      R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 1, "tid": 1},)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 50, "pid": 1, "tid": 1, "args": {"Input Dims": [[4096, 1], [1, 2048]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},)"
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 20, "dur": 5, "pid": 1, "tid": 1, "args": {"correlation": 1}},)"
+      R"({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16\u001b[2J", "ts": 100, "dur": 300, "pid": 0, "tid": 7, "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [128, 1, 1]}},)"
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 70, "dur": 5, "pid": 1, "tid": 1, "args": {"correlation": 2}},)"
+      R"({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ts": 400, "dur": 200, "pid": 0, "tid": 7, "args": {"correlation": 2, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [128, 1, 1]}}]})");
+  const std::string cmd = kBin + " trace whatif " + tr + " --fuse-gemm-ar --hw hw/mi355x-8gpu.yaml --window all --world-size 8";
+  const Ran t = sh(cmd);
+  EXPECT_EQ(t.rc, 0) << t.out;
+  EXPECT_TRUE(no_controls(t.out)) << t.out;
+  EXPECT_TRUE(has(t.out, "1 not fused: the model refuses their shape")) << t.out;
+  EXPECT_TRUE(has(t.out, "not fused: " + (d / "k1.json").string() + ": sm90_xmma_gemm_bf16\\x1b[2J (M=4096 N=2048 K=1): k: K must be >= 256")) << t.out;
+  const Ran j = sh(cmd + " --format json 2>/dev/null");
+  ASSERT_EQ(j.rc, 0) << j.out;
+  const auto nf = nlohmann::json::parse(j.out)["changes"]["gemm_ar_not_fused"];
+  ASSERT_EQ(nf.size(), 1u) << j.out;
+  EXPECT_EQ(nf[0]["k"], 1);
+  EXPECT_EQ(nf[0]["file"], (d / "k1.json").string());
+  EXPECT_TRUE(has(nf[0]["reason"].get<std::string>(), "K must be >= 256")) << j.out;
+}
+
+// 6. Help and option checks: RE2 named, a factor out of range said so, a gap bound that is not finite refused.
+TEST(TraceWhatIf, OptionTextsAndRanges) {
+  Ran r = sh(kBin + " trace whatif --help");
+  EXPECT_TRUE(has(r.out, "RE2 syntax, full match")) << r.out;
+  EXPECT_FALSE(has(r.out, "ECMAScript")) << r.out;
+  r = sh(kBin + " trace whatif tests/trace/fixtures/hta/trace_diff/control/control.json.gz --scale-collective nccl=1e-308");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "FACTOR 1e-308 is out of range (expected 1e-6 .. 1e6)")) << r.out;
+  for (const std::string g : {"nan", "inf", "-1"}) {
+    r = sh(kBin + " trace analyze tests/trace/fixtures/hta/trace_diff/control/control.json.gz --gap-min-us " + g);
+    EXPECT_NE(r.rc, 0) << g << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "--gap-min-us")) << g << ": " << r.out;
+    EXPECT_LT(r.out.size(), 2000u) << r.out;
   }
 }
