@@ -77,6 +77,15 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
         throw FileError(file, hw::yaml_line(k["device"]), key + ".kernels.device", fmt::format("expected a device index 0, 1, ..., got {}", dev));
       const std::string name = hw::yaml_field(k["kernel"], file, key + ".kernels.kernel", "a kernel name");
       const double start = hw::yaml_number(k["start_us"], file, key + ".kernels.start_us"), end = hw::yaml_number(k["end_us"], file, key + ".kernels.end_us");
+      // Offsets from the timeline's anchor (either sign: FFN kernels start waiting before it), bounded as a
+      // measured time is (an end of 1e300 printed 300-digit times and passed); the duration is a measured time.
+      for (const auto& [f, t] : {std::pair<const char*, double>{"start_us", start}, {"end_us", end}})
+        if (!(std::abs(t) <= kMaxMeasuredUs))
+          throw FileError(file, hw::yaml_line(k[f]), key + ".kernels." + f,
+                          fmt::format("a kernel's time from the anchor must lie within +-{:g} us, got {:g}", kMaxMeasuredUs, t));
+      if (end > start && end - start < kMinMeasuredUs)
+        throw FileError(file, hw::yaml_line(k["end_us"]), key + ".kernels.end_us",
+                        fmt::format("a kernel's duration must be at least {:g} us, got {:g}", kMinMeasuredUs, end - start));
       if (!(end > start))
         throw FileError(file, hw::yaml_line(k["end_us"]), key + ".kernels.end_us",
                         fmt::format("a kernel must end after it starts (start_us {}, end_us {})", start, end));

@@ -1168,6 +1168,16 @@ TEST(MeasuredBounds, EveryFormatRefusesTimesOutsideTheScenarioBounds) {
                                               "fused: {mode: fused-sdma, n: 7168, k: 2048, world_size: 8, quant: blockscale}}\n"));
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "ttft.yaml:6: 'cases[a].params.ttft_base_ms'")) << r.out;
+  // A scenario's AFD timeline: times from the anchor within +-1e10 us (an end of 1e300 printed 300 digits).
+  for (const auto& [field, value] : {std::pair<std::string, std::string>{"end_us", "1e300"}, {"start_us", "-1e11"}}) {
+    const std::string kernel = field == "end_us" ? "{device: 0, kernel: dispatch_impl, start_us: -7.08, end_us: " + value + "}"
+                                                 : "{device: 0, kernel: dispatch_impl, start_us: " + value + ", end_us: 5}";
+    r = sh(kBin + " run " + put(d, "kend.yaml", "scenario: s\nhardware: " + kRoot + "/hw/h200-4gpu-nvlink.yaml\nmodel: afd\ncases:\n  - id: a\n"
+                                                "    params: {path: afd, attention_ranks: 1, ffn_ranks: 3, experts: 96, tokens: 128, transport_sms: 24}\n"
+                                                "    measured:\n      period_us: 20.1\n      source: s\n      kernels:\n        - " + kernel + "\n"));
+    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "kend.yaml:11: 'cases[a].measured.kernels." + field + "': a kernel's time from the anchor must lie within +-1e+10 us")) << r.out;
+  }
 }
 
 // 5. One GEMM the fused model refuses (K = 1) no longer ends the what-if: the pair is kept as measured
