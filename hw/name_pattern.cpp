@@ -9,12 +9,12 @@
 
 namespace fusesim::hw {
 
-NamePattern NamePattern::compile(const std::string& text, const std::string& what, bool case_insensitive) {
+NamePattern NamePattern::compile(const std::string& text, const std::string& what, bool case_insensitive, int64_t max_program_bytes) {
   RE2::Options opt;
   opt.set_encoding(RE2::Options::EncodingLatin1);
   opt.set_case_sensitive(!case_insensitive);
   opt.set_log_errors(false);
-  opt.set_max_mem(kMaxProgramBytes);
+  opt.set_max_mem(max_program_bytes);
   auto re = std::make_shared<const RE2>(text, opt);
   if (!re->ok()) {
     std::string shown = text.size() > 200 ? text.substr(0, 200) + "..." : text;
@@ -26,6 +26,8 @@ NamePattern NamePattern::compile(const std::string& text, const std::string& wha
   p.text_ = text;
   return p;
 }
+
+int NamePattern::program_size() const { return re_ ? re_->ProgramSize() : 0; }
 
 bool NamePattern::search(std::string_view s) const {
   return re_ && RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), *re_);

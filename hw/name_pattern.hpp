@@ -31,10 +31,16 @@ class NamePattern {
   static constexpr int64_t kMaxProgramBytes = int64_t(32) << 20;
 
   NamePattern() = default;
-  /// Compile `text`. `what` names the pattern's origin in errors (e.g. "--step-regex",
-  /// "rules.yaml:12: pattern"). Errors: std::invalid_argument "WHAT: invalid regex 'TEXT': REASON"
-  /// (RE2's reason: a syntax error, an unsupported lookaround or backreference, too large).
-  static NamePattern compile(const std::string& text, const std::string& what, bool case_insensitive = true);
+  /// Compile `text` within `max_program_bytes` of RE2 memory. `what` names the pattern's origin in
+  /// errors (e.g. "--step-regex", "rules.yaml:12: pattern"). Errors: std::invalid_argument "WHAT:
+  /// invalid regex 'TEXT': REASON" (RE2's reason: a syntax error, an unsupported lookaround or
+  /// backreference, too large for the budget).
+  static NamePattern compile(const std::string& text, const std::string& what, bool case_insensitive = true,
+                             int64_t max_program_bytes = kMaxProgramBytes);
+
+  /// The compiled program's size (RE2's instruction count; 0 for an empty pattern): what a caller
+  /// compiling many patterns (a rules file) bounds in total.
+  int program_size() const;
 
   /// True when the pattern matches anywhere in `s` (std::regex_search's meaning).
   bool search(std::string_view s) const;

@@ -49,9 +49,16 @@ std::string str_of(const std::string& source, const YAML::Node& n, const std::st
   }
 }
 
+// A rules file's patterns are bounded one by one (RE2 memory) and together (instructions): 65000 rules
+// of `x{1000}y{1000}` under the 4 MiB file bound had compiled for 69 s into 7.3 GB (a fresh-user trial).
+// The built-in table's ~100 patterns compile to about 10^4 instructions.
+constexpr int64_t kMaxRuleProgramBytes = int64_t(1) << 20;
+constexpr int64_t kMaxRulesInstructions = 2'000'000;
+constexpr int kMaxRulesPerFile = 4096;
+
 hw::NamePattern compile(const std::string& source, const YAML::Node& n, const std::string& text, bool icase = true) {
   try {
-    return hw::NamePattern::compile(text, "pattern", icase);
+    return hw::NamePattern::compile(text, "pattern", icase, kMaxRuleProgramBytes);
   } catch (const std::invalid_argument& e) {
     bad(source, n, e.what());
   }
@@ -133,7 +140,10 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
   std::vector<CategoryRule> rules;
   if (auto rs = root["rules"]; rs) {
     if (!rs.IsSequence()) bad(source, rs, "\"rules\" must be a list");
+    if (rs.size() > size_t(kMaxRulesPerFile))
+      bad(source, rs, fmt::format("{} rules, more than the {} a rules file may hold", rs.size(), kMaxRulesPerFile));
     int idx = 0;
+    int64_t instructions = 0;
     for (const auto& r : rs) {
       ++idx;
       auto where = fmt::format("rule {}", idx);
@@ -149,6 +159,11 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
       rule.pattern_text = str_of(source, r["pattern"], "pattern");
       rule.pattern = compile(source, r["pattern"], rule.pattern_text);
       if (r["unless"]) rule.unless = compile(source, r["unless"], str_of(source, r["unless"], "unless"));
+      instructions += rule.pattern.program_size() + rule.unless.program_size();
+      if (instructions > kMaxRulesInstructions)
+        bad(source, r["pattern"], fmt::format("{}: the rules' patterns up to here compile to {} instructions, more than the {} a rules "
+                                              "file may take (write fewer or simpler patterns)",
+                                              where, instructions, kMaxRulesInstructions));
       if (r["kind"]) {
         auto k = str_of(source, r["kind"], "kind");
         if (k == "kernel") rule.kind = GpuOpKind::kernel;
@@ -167,7 +182,10 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
   std::vector<GemmOpRule> gemms;
   if (auto gs = root["gemm_ops"]; gs) {
     if (!gs.IsSequence()) bad(source, gs, "\"gemm_ops\" must be a list");
+    if (gs.size() > size_t(kMaxRulesPerFile))
+      bad(source, gs, fmt::format("{} gemm_ops entries, more than the {} a rules file may hold", gs.size(), kMaxRulesPerFile));
     int idx = 0;
+    int64_t instructions = 0;
     for (const auto& g : gs) {
       ++idx;
       auto where = fmt::format("gemm_ops entry {}", idx);
@@ -176,6 +194,9 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
       GemmOpRule rule;
       rule.op_text = str_of(source, g["op"], "op");
       rule.op = compile(source, g["op"], rule.op_text, false);
+      if ((instructions += rule.op.program_size()) > kMaxRulesInstructions)
+        bad(source, g["op"], fmt::format("{}: the gemm_ops patterns up to here compile to {} instructions, more than the {} a rules file "
+                                         "may take", where, instructions, kMaxRulesInstructions));
       try {
         rule.a = g["a"] ? g["a"].as<int>() : 0;
         rule.b = g["b"] ? g["b"].as<int>() : 1;

@@ -239,5 +239,27 @@ TEST(TraceHostile, ARankThatIsNotThereIsRefused) {
   expect_refused({"trace", "whatif", d.file("t.json"), "--scale-on-rank", "9:k=2"}, d.file("t.json"), {"holds no rank 9"});
 }
 
+// A rules file under its 4 MiB bound whose patterns compile to millions of instructions (65000 rules of
+// x{1000}y{1000} took 69 s and 7.3 GB) is refused at the rule that passes the budget, naming the file
+// and its line; so is a file of more than 4096 rules.
+TEST(TraceHostile, CostlyRulesFilesAreRefusedAtTheirLine) {
+  TempDir d;
+  std::string rules = "rules:\n";
+  for (int i = 0; i < 3000; ++i) rules += fmt::format("  - {{category: gemm, family: f, pattern: \"x{{1000}}y{{1000}}{}\"}}\n", i);
+  write_text(d.file("costly.yaml"), rules);
+  write_text(d.file("t.json"), trace_of(kKernel));
+  auto r = run({"trace", "analyze", d.file("t.json"), "--rules", d.file("costly.yaml")});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find(d.file("costly.yaml") + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("instructions, more than the 2000000 a rules file may take"), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, fusesim::test::time_limit_s(5.0));
+  std::string many = "rules:\n";
+  for (int i = 0; i < 4097; ++i) many += fmt::format("  - {{category: gemm, pattern: \"k{}\"}}\n", i);
+  write_text(d.file("many.yaml"), many);
+  r = run({"trace", "analyze", d.file("t.json"), "--rules", d.file("many.yaml")});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("4097 rules, more than the 4096 a rules file may hold"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace fusesim::trace
