@@ -41,12 +41,15 @@ std::string xml(const std::string& s) {
       const auto c1 = static_cast<unsigned char>(s[i + 1]);
       ok = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
     }
-    if (ok) {
+    // U+FFFE and U+FFFF are not XML characters (XML 1.0, "Char"): a JUnit file carrying one is not well-formed.
+    const bool nonchar = ok && len == 3 && c == 0xef && static_cast<unsigned char>(s[i + 1]) == 0xbf &&
+                         static_cast<unsigned char>(s[i + 2]) >= 0xbe;
+    if (ok && !nonchar) {
       o.append(s, i, size_t(len));
       i += size_t(len);
     } else {
       o += "\xef\xbf\xbd";
-      ++i;
+      i += nonchar ? size_t(len) : 1;  // a non-character is one replacement, a bad byte one each
     }
   }
   return o;

@@ -33,7 +33,9 @@ CollectiveScale parse_collective_scale(const std::string& text) {
   char* end = nullptr;
   errno = 0;
   s.factor = std::strtod(f.c_str(), &end);
-  if (end == f.c_str() || end != f.c_str() + f.size() || std::isnan(s.factor))
+  // A decimal number only: strtod also reads hex floats ("0x10" as 16), "inf" and "nan".
+  const bool decimal = !f.empty() && f.find_first_not_of("0123456789.eE+-") == std::string::npos;
+  if (!decimal || end == f.c_str() || end != f.c_str() + f.size() || std::isnan(s.factor))
     throw std::invalid_argument(fmt::format("--scale-collective '{}': FACTOR '{}' is not a number", hw::printable(text), hw::printable(f)));
   // A factor outside 1e-6 .. 1e6 makes an event last under a picosecond or past any trace's length
   // (no real what-if scales a collective by a million).

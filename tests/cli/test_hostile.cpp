@@ -518,7 +518,9 @@ TEST(CiOutputs, JunitValidatesAndNamesTheFailure) {
   const fs::path d = fresh_dir();
   std::ofstream(d / "miss.yaml") << "scenario: \"miss <&>\"\nhardware: " << kRoot << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
                                  << "  - id: \"a\xff\"\n    params: {mode: gemm-only, m: 16384, n: 7168, k: 2048}\n"
-                                 << "    measured: {value_us: 100, source: test}\n";
+                                 << "    measured: {value_us: 100, source: test}\n"
+                                 // U+FFFE (a non-character XML refuses; found by the second trial of 2026-12-06)
+                                 << "  - id: \"b\xef\xbf\xbe\"\n    params: {mode: gemm-only, m: 16384, n: 7168, k: 2048}\n";
   const Ran r = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml " + qp(d / "miss.yaml") + " " + qp(d / "nope.yaml") +
                    " --junit " + qp(d / "j.xml"));
   EXPECT_EQ(r.rc, 1) << r.out;  // the missing file is bad input
@@ -527,6 +529,7 @@ TEST(CiOutputs, JunitValidatesAndNamesTheFailure) {
   const std::string x = read_file((d / "j.xml").string());
   EXPECT_TRUE(has(x, "<testsuite name=\"scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml\" tests=\"36\" failures=\"0\"")) << x.substr(0, 600);
   EXPECT_TRUE(has(x, "classname=\"miss &lt;&amp;&gt;\" name=\"a\xef\xbf\xbd\"")) << x;
+  EXPECT_FALSE(has(x, "\xef\xbf\xbe")) << x;
   EXPECT_TRUE(has(x, "<failure message=\"predicted ")) << x;
   EXPECT_TRUE(has(x, "measured 100.000 us, error ")) << x;
   EXPECT_TRUE(has(x, "tolerance 10.0%\" type=\"outside tolerance\">")) << x;
@@ -1214,6 +1217,11 @@ TEST(TraceWhatIf, OptionTextsAndRanges) {
   r = sh(kBin + " trace whatif tests/trace/fixtures/hta/trace_diff/control/control.json.gz --scale-collective nccl=1e-308");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "FACTOR 1e-308 is out of range (expected 1e-6 .. 1e6)")) << r.out;
+  for (const std::string f : {"0x10", "inf", "nan"}) {  // strtod reads these; a factor is a decimal number
+    r = sh(kBin + " trace whatif tests/trace/fixtures/hta/trace_diff/control/control.json.gz --scale-collective nccl=" + f);
+    EXPECT_EQ(r.rc, 1) << f << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "FACTOR '" + f + "' is not a number")) << r.out;
+  }
   for (const std::string g : {"nan", "inf", "-1"}) {
     r = sh(kBin + " trace analyze tests/trace/fixtures/hta/trace_diff/control/control.json.gz --gap-min-us " + g);
     EXPECT_NE(r.rc, 0) << g << ": " << r.out;
