@@ -1078,14 +1078,7 @@ void check_measured_times(const ParseResult& res) {
     const std::string key = r.quantity.empty() ? r.id : r.quantity;
     if (r.unit == "us") hw::check_measured_us(r.value, {r.file, r.line, hw::printable(key)});
     for (const char* k : {"start_us", "end_us"})
-      if (r.extra.contains(k) && r.extra[k].is_number()) {
-        const double t = r.extra[k].get<double>();
-        // A timeline's start and end are offsets from a reference kernel (seed 004 has start -7.08):
-        // either sign, at most the longest measured time from it.
-        if (!(std::fabs(t) <= hw::kMaxMeasuredUs))
-          throw FileError(r.file, r.line, hw::printable(r.id) + "." + k,
-                          fmt::format("a timeline time must be from -{0:g} to {0:g} us, got {1:g}", hw::kMaxMeasuredUs, t));
-      }
+      if (r.extra.contains(k) && r.extra[k].is_number()) hw::check_timeline_us(r.extra[k].get<double>(), {r.file, r.line, hw::printable(r.id) + "." + k});
   }
 }
 }  // namespace

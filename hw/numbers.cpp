@@ -90,4 +90,10 @@ double check_measured_us(double us, const NumberAt& at, const char* what) {
   return us;
 }
 
+double check_timeline_us(double us, const NumberAt& at) {
+  if (!(std::fabs(us) <= kMaxMeasuredUs))
+    throw FileError(at.file, at.line, at.key, fmt::format("a timeline time must be from -{0:g} to {0:g} us, got {1:g}", kMaxMeasuredUs, us));
+  return us;
+}
+
 }  // namespace fusesim::hw

@@ -43,4 +43,9 @@ inline constexpr double kMinMeasuredUs = 1e-3, kMaxMeasuredUs = 1e10;
 /// ("a measured time must be from 0.001 to 1e+10 us, got X"); `what` replaces "a measured time".
 double check_measured_us(double us, const NumberAt& at, const char* what = "a measured time");
 
+/// `us` when it is a timeline time: an offset from the timeline's reference kernel (either sign: AFD
+/// FFN kernels start waiting before it; seed 004 starts at -7.08 us) within +-kMaxMeasuredUs. Errors:
+/// FileError at `at` ("a timeline time must be from -1e+10 to 1e+10 us, got X").
+double check_timeline_us(double us, const NumberAt& at);
+
 }  // namespace fusesim::hw

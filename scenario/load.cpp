@@ -47,10 +47,7 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
                     "give value_us (compared with the prediction) or period_us (compared with the period), not both");
   for (const char* f : {"value_us", "period_us"})
     if (m[f]) {
-      out.value_us = hw::yaml_number(m[f], file, key + "." + f);
-      if (!(*out.value_us >= kMinMeasuredUs && *out.value_us <= kMaxMeasuredUs))
-        throw FileError(file, hw::yaml_line(m[f]), key + "." + f,
-                        fmt::format("a measured time must be from {:g} to {:g} us, got {:g}", kMinMeasuredUs, kMaxMeasuredUs, *out.value_us));
+      out.value_us = hw::check_measured_us(hw::yaml_number(m[f], file, key + "." + f), {file, hw::yaml_line(m[f]), key + "." + f});
       if (std::string(f) == "period_us") out.metric = "period_us";
     }
   if (m["phases_us"]) {
@@ -58,11 +55,8 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
     for (auto p = m["phases_us"].begin(); p != m["phases_us"].end(); ++p)
     {
       const std::string ph = p->first.as<std::string>();
-      const double v = hw::yaml_number(p->second, file, key + ".phases_us." + ph);
-      if (!(v >= kMinMeasuredUs && v <= kMaxMeasuredUs))
-        throw FileError(file, hw::yaml_line(p->second), key + ".phases_us." + ph,
-                        fmt::format("a measured phase time must be from {:g} to {:g} us, got {:g}", kMinMeasuredUs, kMaxMeasuredUs, v));
-      out.phases_us[ph] = v;
+      out.phases_us[ph] = hw::check_measured_us(hw::yaml_number(p->second, file, key + ".phases_us." + ph),
+                                                {file, hw::yaml_line(p->second), key + ".phases_us." + ph}, "a measured phase time");
     }
   }
   if (const YAML::Node ks = m["kernels"]) {
@@ -77,12 +71,10 @@ models::Measured parse_measured_one(const YAML::Node& m, const std::string& file
         throw FileError(file, hw::yaml_line(k["device"]), key + ".kernels.device", fmt::format("expected a device index 0, 1, ..., got {}", dev));
       const std::string name = hw::yaml_field(k["kernel"], file, key + ".kernels.kernel", "a kernel name");
       const double start = hw::yaml_number(k["start_us"], file, key + ".kernels.start_us"), end = hw::yaml_number(k["end_us"], file, key + ".kernels.end_us");
-      // Offsets from the timeline's anchor (either sign: FFN kernels start waiting before it), bounded as a
-      // measured time is (an end of 1e300 printed 300-digit times and passed); the duration is a measured time.
+      // Offsets from the timeline's anchor, bounded as every format's timelines are (an end of 1e300 printed
+      // 300-digit times and passed); the duration is a measured time.
       for (const auto& [f, t] : {std::pair<const char*, double>{"start_us", start}, {"end_us", end}})
-        if (!(std::abs(t) <= kMaxMeasuredUs))
-          throw FileError(file, hw::yaml_line(k[f]), key + ".kernels." + f,
-                          fmt::format("a kernel's time from the anchor must lie within +-{:g} us, got {:g}", kMaxMeasuredUs, t));
+        hw::check_timeline_us(t, {file, hw::yaml_line(k[f]), key + ".kernels." + f});
       if (end > start && end - start < kMinMeasuredUs)
         throw FileError(file, hw::yaml_line(k["end_us"]), key + ".kernels.end_us",
                         fmt::format("a kernel's duration must be at least {:g} us, got {:g}", kMinMeasuredUs, end - start));

@@ -1179,7 +1179,7 @@ TEST(MeasuredBounds, EveryFormatRefusesTimesOutsideTheScenarioBounds) {
                                                 "    params: {path: afd, attention_ranks: 1, ffn_ranks: 3, experts: 96, tokens: 128, transport_sms: 24}\n"
                                                 "    measured:\n      period_us: 20.1\n      source: s\n      kernels:\n        - " + kernel + "\n"));
     EXPECT_EQ(r.rc, 1) << r.out;
-    EXPECT_TRUE(has(r.out, "kend.yaml:11: 'cases[a].measured.kernels." + field + "': a kernel's time from the anchor must lie within +-1e+10 us")) << r.out;
+    EXPECT_TRUE(has(r.out, "kend.yaml:11: 'cases[a].measured.kernels." + field + "': a timeline time must be from -1e+10 to 1e+10 us")) << r.out;
   }
 }
 
