@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -469,22 +470,30 @@ void register_all(CLI::App& app) {
     }
     // The hardware files (and their measured tables) the scenarios read are inputs too (a fresh-user
     // trial's `check S --junit hw/mi355x-8gpu.yaml` replaced the hardware file with XML): checked
-    // before anything runs. A scenario that cannot be loaded is reported by the loop below.
-    for (const auto& path : *check_args) {
+    // before anything runs. Each file is loaded once, here; a scenario or hardware file that cannot be
+    // loaded keeps its error, which the loop below reports in its turn.
+    struct Loaded {
       std::optional<models::Scenario> sc;
+      std::optional<hw::Hardware> hw;
+      std::exception_ptr error;
+    };
+    std::vector<Loaded> loaded(check_args->size());
+    for (size_t i = 0; i < check_args->size(); ++i) {
+      Loaded& l = loaded[i];
       try {
-        sc = scenario::load(path, {ci->max_cases, false});
+        l.sc = scenario::load((*check_args)[i], {ci->max_cases, false});
       } catch (const std::exception&) {
+        l.error = std::current_exception();
         continue;
       }
-      scenario::refuse_outputs_over_inputs(ci_outputs, &*sc, nullptr);
-      std::optional<hw::Hardware> hwf;
+      scenario::refuse_outputs_over_inputs(ci_outputs, &*l.sc, nullptr);
       try {
-        hwf = scenario::load_hardware(*sc);
+        l.hw = scenario::load_hardware(*l.sc);
       } catch (const std::exception&) {
-        continue;  // reported by the loop below
+        l.error = std::current_exception();
+        continue;
       }
-      scenario::refuse_outputs_over_inputs(ci_outputs, &*sc, &*hwf);
+      scenario::refuse_outputs_over_inputs(ci_outputs, &*l.sc, &*l.hw);
     }
     for (const auto& o : ci_outputs)
       if (o.option == "--junit") refuse_replacing_foreign_file(o, "<testsuites", "a JUnit XML file that fusesim check wrote");
@@ -495,11 +504,13 @@ void register_all(CLI::App& app) {
     std::vector<std::pair<std::string, nlohmann::json>> results;
     int bad = 0, compared = 0, unreadable = 0;
     std::vector<std::pair<std::string, int>> model_bad;  // a model's failures beyond the cases (what, how many)
-    for (const auto& path : *check_args) {
+    for (size_t fi = 0; fi < check_args->size(); ++fi) {
+      const std::string& path = (*check_args)[fi];
       // A file that cannot be checked (bad input) is reported; the other files are still checked.
       try {
-        auto sc = scenario::load(path, {ci->max_cases, false});
-        auto hw = scenario::load_hardware(sc);
+        if (loaded[fi].error) std::rethrow_exception(loaded[fi].error);
+        const models::Scenario& sc = *loaded[fi].sc;
+        const hw::Hardware& hw = *loaded[fi].hw;
         auto res = scenario::run(sc, hw);
         junit_files.push_back({path, res, ""});
         results.push_back({path, res});
