@@ -378,7 +378,7 @@ int run_probes(const std::string& out_dir, const std::string& commit, const std:
   waitpid(pid, &status, 0);
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
   if (rc != 0) throw std::runtime_error(fmt::format("calibrate probe: {} exited with status {}", script, rc));
-  fmt::print("probe sweeps written under {} (commit {})\n", out_dir, commit);
+  fmt::print("probe sweeps written under {} (commit {})\n", hw::printable(out_dir), hw::printable(commit));
   return 0;
 }
 
@@ -693,12 +693,12 @@ void register_calibrate_commands(CLI::App& calibrate) {
           &fell_back);
       if (!fell_back.empty())
         fmt::print(stderr, "warning: --out {}: the starting file's layout is not kept ({}); written with sections and keys "
-                           "sorted and the description on one line\n", a->out, fell_back);
+                           "sorted and the description on one line\n", hw::printable(a->out), hw::printable(fell_back));
       files.push_back({a->out, std::move(text), "--out"});
     }
     if (!a->report.empty()) files.push_back({a->report, report.dump(2) + "\n", "--report"});
     hw::write_outputs_atomic(files);
-    for (const auto& f : files) fmt::print("wrote {}\n", f.path);
+    for (const auto& f : files) fmt::print("wrote {}\n", hw::printable(f.path));
     if (!a->plot.empty()) {
       std::map<std::string, double> by_id;
       for (const auto& p : r.points) by_id[p.id] = p.predicted_us;
@@ -706,9 +706,16 @@ void register_calibrate_commands(CLI::App& calibrate) {
       for (const auto& p : pts) pred.push_back(by_id.at(p.id));
       calibrate::PlotOptions po;
       po.dir = a->plot;
+      // No plot file over an input or the files just written.
+      std::vector<std::string> inputs{a->hw};
+      for (const auto& m : a->measurements) inputs.push_back(m);
+      for (const auto& in : scenario::input_files(nullptr, &hw)) inputs.push_back(in.path);
+      for (const auto& f : files) inputs.push_back(f.path);
+      calibrate::PlotNamer namer(inputs);
+      po.namer = &namer;
       const auto rep = calibrate::write_plots(r.fitted, pts, pred, final_mask, po);
-      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
-      fmt::print("wrote {} CSV tables and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), a->plot);
+      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m));
+      fmt::print("wrote {} CSV tables and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), hw::printable(a->plot));
     }
   });
 

@@ -613,11 +613,32 @@ YAML::Node afd_context_from_header(const std::string& header, const std::string&
     throw FileError(file, line, "", fmt::format("a header line of {} bytes is longer than the {} bytes allowed", header.size(), kMaxHeaderBytes));
   auto count = [&](const std::string& text, const char* key) { return hw::parse_int(text, {file, line, key}, 0, 1 << 30); };
   std::string m[2];
-  auto pattern = [](const char* text) { return hw::NamePattern::compile(text, "AFD header pattern", false); };
-  static const hw::NamePattern fa = pattern(R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])"), f_a = pattern(R"(\b(\d+)f(\d+)a\b)"),
-                               a_f = pattern(R"(\b(\d+)a(\d+)f\b)"), sms = pattern(R"(num-sms(\s*\S*))"),
-                               hybrid = pattern(R"(\bhybrid(\s*\S*))"), tok = pattern(R"(\bT\s*=(\s*\S*))"),
+  auto pattern = [](const std::string& text) { return hw::NamePattern::compile(text, "AFD header pattern", false); };
+  // A ranks ratio is a word of its own ("4F:8A", "4f8a", "1a3f"): preceded by the line's start, a
+  // blank or an opening bracket and followed by its end, a blank, a comma or a closing bracket, so
+  // "-2F:2A" or "3F:1A:7F" are not read as 2F:2A and 3F:1A (issue 22's second trial).
+  static const std::string w0 = R"((?:^|[\s#(\[,;]))", w1 = R"((?:$|[\s)\],;]))";
+  static const hw::NamePattern fa = pattern(w0 + R"((\d+)\s*[Ff]\s*:\s*(\d+)\s*[Aa])" + w1),
+                               f_a = pattern(w0 + R"((\d+)f(\d+)a)" + w1), a_f = pattern(w0 + R"((\d+)a(\d+)f)" + w1),
+                               // Whatever looks like an NF:MA ratio, well formed or not: a digit, F or A,
+                               // a colon (the compact forms are only read as whole words: "3a4f" inside
+                               // a commit hash in a comment is not a ratio).
+                               ratio_like = pattern(R"(\d\s*[FfAa]\s*:)"),
+                               sms = pattern(R"(num-sms(\s*\S*))"), sms_key = pattern(R"(num-sms)"),
+                               hybrid = pattern(R"(\bhybrid(\s*\S*))"), hybrid_key = pattern(R"(\bhybrid\b)"),
+                               tok = pattern(R"(\bT\s*=(\s*\S*))"), tok_key = pattern(R"(\bT\s*=)"),
                                path = pattern(R"(\b(afd|masked)\s*$)");
+  // Each key at most once: a header naming two rank ratios or two SM counts is ambiguous, and the
+  // first one had been taken silently.
+  const std::string shown = hw::printable(header.substr(0, 120));
+  if (const size_t n = ratio_like.count(header) + f_a.count(header) + a_f.count(header); n > 1)
+    throw FileError(file, line, "ffn_ranks", fmt::format("the header holds {} rank ratios; expected one (NF:MA, NfMa or MaNf): '{}'", n, shown));
+  if (ratio_like.search(header) && !fa.search(header))
+    throw FileError(file, line, "ffn_ranks", fmt::format("expected a rank ratio as a word of its own, NF:MA (e.g. 4F:8A), NfMa or MaNf with N "
+                                                         "and M whole numbers; got '{}'", shown));
+  for (const auto& [key_pattern, key] : {std::pair{&sms_key, "num-sms"}, {&hybrid_key, "hybrid"}, {&tok_key, "T="}})
+    if (const size_t n = key_pattern->count(header); n > 1)
+      throw FileError(file, line, key, fmt::format("'{}' appears {} times in the header; expected once: '{}'", key, n, shown));
   if (fa.search(header, m, 2) || f_a.search(header, m, 2)) {
     ctx["ffn_ranks"] = count(m[0], "ffn_ranks");
     ctx["attention_ranks"] = count(m[1], "attention_ranks");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -61,9 +62,9 @@ std::string csv_quote(const std::string& s) {
 /// replaced), never pasted into the script raw.
 std::string gp_quote(const std::string& s) { return plotnames::gnuplot_literal(s); }
 
-/// DIR/STEM for a stem derived from input: sanitised to a safe set, kept inside DIR.
-std::string output_base(const std::string& dir, const std::string& stem) {
-  return plotnames::path_inside(dir, plotnames::unique_file_stem(stem)).string();  // distinct ids: distinct files
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 /// Series label: the parameters other than x that vary within the table.
@@ -86,8 +87,10 @@ bool find_in_path(const std::string& exe) {
   return false;
 }
 
-/// Run `exe script` with stdout/stderr appended to `log`; returns the exit status (-1 on spawn failure).
-int run_gnuplot(const std::string& exe, const std::string& script, const std::string& log) {
+/// Run `exe script` in folder `dir` (posix_spawn with a chdir: the script names its files relative
+/// to the folder, so the folder's name, which may hold any byte, never enters the script), stdout and
+/// stderr to `log` (a full path, created new). Returns the exit status (-1 on spawn failure).
+int run_gnuplot(const std::string& exe, const std::string& dir, const std::string& script, const std::string& log) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   // A link planted at LOG is removed, not followed (O_NOFOLLOW | O_EXCL): gnuplot's messages stay
@@ -95,12 +98,16 @@ int run_gnuplot(const std::string& exe, const std::string& script, const std::st
   ::unlink(log.c_str());
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<std::string> args{exe, script};
+  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());  // glibc >= 2.29
+  // An executable named with a '/' relative to our folder stays that file after the chdir.
+  std::string exe_path = exe;
+  if (exe.find('/') != std::string::npos && exe[0] != '/') exe_path = fs::absolute(exe).string();
+  std::vector<std::string> args{exe_path, script};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, exe_path.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
   hw::set_temp_writer_child(pid);  // a SIGINT/SIGTERM kills it before the temporaries are unlinked
@@ -125,31 +132,46 @@ std::unique_ptr<hw::ScopedTemp> new_temp_beside(const std::string& final_path) {
   std::string pat = (p.parent_path() / hidden).string();
   int slot = -1;
   const int fd = hw::create_registered_temp(pat, slot);
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot create a temporary file beside '{}': {}", final_path, std::strerror(errno)));
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot create a temporary file beside '{}': {}", hw::printable(final_path), std::strerror(errno)));
   ::close(fd);
   return std::make_unique<hw::ScopedTemp>(pat, slot);
 }
 
-/// Draw BASE.png and BASE.svg: gnuplot runs `head + outputs(png, svg)` with the images going to
-/// hidden registered temporaries (removed on SIGINT/SIGTERM, hw/temp_files.hpp) that are renamed to
-/// their final names only when gnuplot succeeded, so no 0-byte or partial image is ever left under a
-/// final name. BASE.gp (kept for the user) names the final files. Returns gnuplot's exit status.
+/// Draw BASE.png and BASE.svg: gnuplot runs `head + outputs(png, svg)` in BASE's folder with the
+/// images going to hidden registered temporaries (removed on SIGINT/SIGTERM, hw/temp_files.hpp) that
+/// are renamed to their final names only when gnuplot succeeded and wrote both, so no 0-byte or
+/// partial image is ever left under a final name. `outputs` gets file names relative to the folder
+/// (BASE.gp, kept for the user, names the final files: `cd DIR && gnuplot BASE.gp` redraws them).
+/// Returns gnuplot's exit status (1 when it exited 0 but left an image empty).
 int render_images(const std::string& exe, const std::string& base, const std::string& head,
                   const std::function<std::string(const std::string&, const std::string&)>& outputs, PlotReport& rep) {
-  write_text(base + ".gp", head + outputs(base + ".png", base + ".svg"));
+  const fs::path base_path(base);
+  const std::string dir = base_path.parent_path().empty() ? "." : base_path.parent_path().string();
+  const std::string stem = base_path.filename().string();
+  auto name_in_dir = [](const std::string& p) { return fs::path(p).filename().string(); };
+  write_text(base + ".gp", head + outputs(stem + ".png", stem + ".svg"));
   if (!rep.gnuplot_found) return 0;
   hw::install_temp_cleanup_handlers();
   const auto png = new_temp_beside(base + ".png"), svg = new_temp_beside(base + ".svg"), script = new_temp_beside(base + ".gp");
   {
     std::ofstream f(script->path());
-    if (!f || !(f << head << outputs(png->path(), svg->path())))
-      throw std::runtime_error(fmt::format("cannot write '{}'", script->path()));
+    if (!f || !(f << head << outputs(name_in_dir(png->path()), name_in_dir(svg->path()))))
+      throw std::runtime_error(fmt::format("cannot write '{}'", hw::printable(script->path())));
   }
   const int log_slot = hw::register_temp(base + ".gnuplot.log");  // removed if the run is killed; kept when gnuplot fails
-  const int rc = run_gnuplot(exe, script->path(), base + ".gnuplot.log");
+  int rc = run_gnuplot(exe, dir, name_in_dir(script->path()), base + ".gnuplot.log");
   hw::forget_temp(log_slot);
+  std::string why = fmt::format("exit {}", rc);
+  if (rc == 0)
+    for (auto* t : {png.get(), svg.get()}) {
+      struct stat st {};
+      if (::stat(t->path().c_str(), &st) != 0 || st.st_size == 0) {
+        rc = 1;  // gnuplot said nothing went wrong, but an image is empty: not a plot
+        why = "exit 0 but an empty image";
+      }
+    }
   if (rc != 0) {
-    rep.messages.push_back(fmt::format("gnuplot failed on {} (exit {}); see {}", base + ".gp", rc, base + ".gnuplot.log"));
+    rep.messages.push_back(fmt::format("gnuplot failed on {} ({}); see {}", base + ".gp", why, base + ".gnuplot.log"));
     return rc;
   }
   const mode_t mask = ::umask(0);
@@ -158,9 +180,9 @@ int render_images(const std::string& exe, const std::string& base, const std::st
     const std::string dest = t == png.get() ? base + ".png" : base + ".svg";
     // mkstemp made it 0600; the images get the CSV and .gp files' 0666 less the umask.
     if (::chmod(t->path().c_str(), 0666 & ~mask) != 0)
-      throw std::runtime_error(fmt::format("cannot set the permissions of '{}': {}", t->path(), std::strerror(errno)));
+      throw std::runtime_error(fmt::format("cannot set the permissions of '{}': {}", hw::printable(t->path()), std::strerror(errno)));
     if (::rename(t->path().c_str(), dest.c_str()) != 0)
-      throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", dest, std::strerror(errno)));
+      throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", hw::printable(dest), std::strerror(errno)));
     t->release();
   }
   std::error_code ec;
@@ -171,6 +193,26 @@ int render_images(const std::string& exe, const std::string& base, const std::st
 }
 
 }  // namespace
+
+std::string PlotNamer::claim(const std::string& dir, const std::string& stem) {
+  const std::string first = plotnames::unique_file_stem(stem);
+  for (int n = 1; n <= 10000; ++n) {
+    const std::string base = n == 1 ? first : fmt::format("{}-{}", first, n);
+    bool free = true;
+    for (const char* suffix : kSuffixes) {
+      const std::string file = base + suffix;
+      if (taken_.count(lower(file))) free = false;
+      const std::string path = plotnames::path_inside(dir, file).string();
+      for (const auto& in : inputs_)
+        if (free && hw::same_existing_file(path, in)) free = false;
+      if (!free) break;
+    }
+    if (!free) continue;
+    for (const char* suffix : kSuffixes) taken_.insert(lower(base + suffix));
+    return plotnames::path_inside(dir, base).string();
+  }
+  throw std::runtime_error(fmt::format("--plot: no free file name for '{}' in '{}' after 10000 tries", hw::printable(stem), hw::printable(dir)));
+}
 
 std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric) {
   if (numeric) *numeric = false;
@@ -203,6 +245,8 @@ std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric
 PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts, const std::vector<double>& predicted_us,
                        const std::vector<bool>& held_out, const PlotOptions& opt) {
   PlotReport rep;
+  PlotNamer own;  // no namer given: names distinct within this call
+  PlotNamer& namer = opt.namer ? *opt.namer : own;
   std::error_code ec;
   fs::create_directories(opt.dir, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create plot folder '{}': {}", opt.dir, ec.message()));
@@ -239,7 +283,7 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
         if (vals.size() > 1) varying.push_back(k);
       }
     }
-    const std::string base = output_base(opt.dir, opt.prefix + table);
+    const std::string base = namer.claim(opt.dir, opt.prefix + table);
     // The table.
     std::ostringstream csv;
     csv << "id,series,x_param,x,phase,measured_us,predicted_us,error_pct,held_out,source\n";
@@ -385,9 +429,10 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
 
 PlotReport write_timeline_plot(const std::string& dir, const std::string& name, const std::string& title,
                                const std::vector<std::string>& rows, const std::vector<TimelineBar>& bars,
-                               const std::string& gnuplot) {
+                               const std::string& gnuplot, PlotNamer* namer) {
   PlotReport rep;
-  const std::string base = output_base(dir, name + ".timeline");
+  PlotNamer own;
+  const std::string base = (namer ? *namer : own).claim(dir, name + ".timeline");
   std::ostringstream csv;
   csv << "row,kernel,start_us,end_us,duration_us\n";
   std::vector<std::string> kernels;  // legend order: first seen

@@ -3,6 +3,7 @@
 // by gnuplot (PNG and SVG), with the table as CSV next to it.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,12 +12,38 @@
 
 namespace fusesim::calibrate {
 
+/**
+ * The file names one command's plots take in one folder, so that no plot file replaces another one
+ * written by the same command, nor one of the command's input files (issue 22's second trial: a
+ * plain id equal to another id's hashed stem, a table named `x.timeline` beside case `x`'s timeline,
+ * or a table `t.curve` beside table `t`'s `.curve.csv` had written over each other while the count
+ * said all were written; `check --plot DIR` had replaced a scenario file kept in DIR).
+ *
+ * claim(dir, stem) returns DIR/BASE where BASE is plotnames::unique_file_stem(stem), or BASE-2,
+ * BASE-3, ... when any of BASE's files (BASE + each of kSuffixes) is already claimed (compared
+ * without regard to case, for case-insensitive file systems) or is an existing file that is one of
+ * `inputs` (hw::same_existing_file). Every file of the returned base is then claimed. Errors:
+ * std::runtime_error after 10^4 tries (not reachable with distinct inputs).
+ */
+class PlotNamer {
+ public:
+  /// Every file a plot base may take: its table, curve, script, images and gnuplot's log.
+  static constexpr const char* kSuffixes[] = {".csv", ".curve.csv", ".gp", ".png", ".svg", ".gnuplot.log"};
+  explicit PlotNamer(std::vector<std::string> inputs = {}) : inputs_(std::move(inputs)) {}
+  std::string claim(const std::string& dir, const std::string& stem);
+
+ private:
+  std::set<std::string> taken_;  ///< lower-cased file names claimed so far
+  std::vector<std::string> inputs_;
+};
+
 struct PlotOptions {
   std::string dir;            ///< output folder (created)
   std::string prefix;         ///< prepended to every file name (e.g. the scenario's name)
   int dense_points = 24;      ///< predictions per series along a numeric x
   std::string gnuplot = "gnuplot";  ///< executable (looked up in PATH)
   std::string measured_label = "measured (fitted)";  ///< legend of points that are not held out
+  PlotNamer* namer = nullptr;  ///< shared by every plot of one command into `dir`; null: one per call
 };
 
 struct PlotReport {
@@ -38,7 +65,7 @@ std::string varying_param(const std::vector<const FitPoint*>& pts, bool* numeric
  * trials the model refuses are skipped. Files: DIR/PREFIX<table>.csv (id, series, x, measured_us,
  * predicted_us, error_pct, held_out, source), DIR/PREFIX<table>.curve.csv, .gp, .png, .svg.
  * gnuplot missing: the CSV files are still written and the report says so. <table> is made a file
- * stem by plotnames::unique_file_stem (tables that sanitise alike get distinct files). Every file
+ * stem by opt.namer (PlotNamer::claim: distinct tables, and any input file, never share a file name). Every file
  * goes through a temporary renamed into place, replacing (never following) a symbolic link of its
  * name in DIR, written 0666 less the umask.
  * Errors: std::runtime_error when DIR cannot be created or a file cannot be written.
@@ -56,12 +83,12 @@ struct TimelineBar {
  * A Gantt chart of one exchange: each row in `rows` order (top to bottom) with its kernels as bars
  * coloured by kernel name (legend), e.g. measured and predicted rows per device so that a kernel's
  * shift or stretch is seen at once. Files: DIR/NAME.timeline.csv (row, kernel, start_us, end_us,
- * duration_us), .gp, .png, .svg (NAME made a stem by plotnames::unique_file_stem; files written as
+ * duration_us), .gp, .png, .svg (NAME.timeline made a stem by `namer`, PlotNamer::claim; files written as
  * write_plots writes them); gnuplot missing or failing: the CSV is still written and the
  * report says so. Errors: std::runtime_error when a file cannot be written.
  */
 PlotReport write_timeline_plot(const std::string& dir, const std::string& name, const std::string& title,
                                const std::vector<std::string>& rows, const std::vector<TimelineBar>& bars,
-                               const std::string& gnuplot = "gnuplot");
+                               const std::string& gnuplot = "gnuplot", PlotNamer* namer = nullptr);
 
 }  // namespace fusesim::calibrate

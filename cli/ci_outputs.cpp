@@ -59,6 +59,15 @@ std::string text_of(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+/// `s` as it reads back from a file fusesim wrote as JSON: every invalid UTF-8 sequence replaced by
+/// U+FFFD, as nlohmann's dump(error_handler_t::replace) does when --save-predictions or `run
+/// --format json` writes it. An id holding an invalid byte is saved with U+FFFD, so the new run's id
+/// is compared in the same form (issue 22's second trial: such ids never matched their baseline).
+std::string as_saved_json_text(const std::string& s) {
+  const std::string dumped = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(dumped).get<std::string>();
+}
+
 }  // namespace
 
 std::string junit_xml(const std::vector<JunitFile>& files, const BaselineDiff* baseline) {
@@ -183,9 +192,9 @@ BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<
   d.baseline_name = baseline_name;
   size_t order = 0;
   for (const auto& res : runs) {
-    const std::string sc = text_of(res, "scenario");
+    const std::string sc = as_saved_json_text(text_of(res, "scenario"));
     for (const auto& c : res["cases"]) {
-      const std::string id = text_of(c, "id");
+      const std::string id = as_saved_json_text(text_of(c, "id"));
       const auto it = old.find({sc, id});
       if (it == old.end()) {
         d.not_in_baseline.push_back({sc, id});

@@ -83,7 +83,7 @@ std::string json_text(const nlohmann::json& j, int indent) { return j.dump(inden
 /// `dir`): per device, the measured kernels above the predicted ones (`res`: run_scenario's result).
 /// Files and messages are added to `rep`.
 void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res, const std::string& dir,
-                          calibrate::PlotReport& rep) {
+                          calibrate::PlotReport& rep, calibrate::PlotNamer& namer) {
   std::map<std::string, models::Case> by_id;  // the cases with a measured timeline
   for (uint64_t i = 0; i < sc.case_count(); ++i)
     if (models::Case c = sc.case_at(i); c.measured && !c.measured->kernels.empty()) by_id.emplace(c.id, std::move(c));
@@ -116,7 +116,8 @@ void write_timeline_plots(const models::Scenario& sc, const nlohmann::json& res,
       }
     }
     const auto t = calibrate::write_timeline_plot(dir, sc.name + "__" + it->first,
-                                                  fmt::format("{} {}: measured vs predicted kernels", sc.name, it->first), rows, bars);
+                                                  fmt::format("{} {}: measured vs predicted kernels", sc.name, it->first), rows, bars,
+                                                  "gnuplot", &namer);
     rep.csv_files.insert(rep.csv_files.end(), t.csv_files.begin(), t.csv_files.end());
     rep.image_files.insert(rep.image_files.end(), t.image_files.begin(), t.image_files.end());
     rep.messages.insert(rep.messages.end(), t.messages.begin(), t.messages.end());
@@ -500,6 +501,15 @@ void register_all(CLI::App& app) {
       else refuse_replacing_foreign_file(o, "\"fusesim_predictions\"", "a predictions file that fusesim check --save-predictions wrote");
     hw::check_output_files(ci_outputs);
     sim::set_default_event_budget(ci->max_events);
+    // Every plot file of this check gets its own name in --plot's folder, never one of the inputs'.
+    std::vector<std::string> plot_inputs;
+    if (!check_plot->empty()) {
+      for (const auto& path : *check_args) plot_inputs.push_back(path);
+      if (!ci->baseline.empty()) plot_inputs.push_back(ci->baseline);
+      for (const auto& l : loaded)
+        for (const auto& in : scenario::input_files(l.sc ? &*l.sc : nullptr, l.hw ? &*l.hw : nullptr)) plot_inputs.push_back(in.path);
+    }
+    calibrate::PlotNamer plot_namer(plot_inputs);
     std::vector<JunitFile> junit_files;
     std::vector<std::pair<std::string, nlohmann::json>> results;
     int bad = 0, compared = 0, unreadable = 0;
@@ -563,16 +573,17 @@ void register_all(CLI::App& app) {
           try {
             pts = calibrate::to_fit_points(calibrate::parse_scenario_file(path, 0.5).records);
           } catch (const std::exception& e) {
-            fmt::print(stderr, "plot: {} not plotted: {}\n", hw::printable(path), hw::printable(e.what(), true));
+            fmt::print(stderr, "plot: {} not plotted: {}\n", hw::printable(path), hw::printable(e.what()));
           }
           if (!pts.empty()) {
             calibrate::PlotOptions po;
             po.dir = *check_plot;
             po.prefix = sc.name + "__";
             po.measured_label = "measured";
+            po.namer = &plot_namer;
             auto rep = calibrate::write_plots(hw, pts, calibrate::predict(hw, pts), std::vector<bool>(pts.size(), false), po);
-            write_timeline_plots(sc, res, *check_plot, rep);
-            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m, true));
+            write_timeline_plots(sc, res, *check_plot, rep, plot_namer);
+            for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m));
             fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", hw::printable(path), rep.csv_files.size(), rep.image_files.size(),
                        hw::printable(*check_plot));
           }
@@ -580,7 +591,7 @@ void register_all(CLI::App& app) {
       } catch (const std::exception& e) {
         ++unreadable;
         std::fflush(stdout);
-        fmt::print(stderr, "fusesim: error: {}\n", hw::printable(e.what(), true));
+        fmt::print(stderr, "fusesim: error: {}\n", hw::printable(e.what()));
         junit_files.push_back({path, nullptr, e.what()});
         fmt::print("ERROR {}: not checked (bad input, see the error above)\n", hw::printable(path));
       }
@@ -799,8 +810,9 @@ void register_all(CLI::App& app) {
     o.progress = !sw->no_progress;
     const auto rep = scenario::sweep(sc, hw, o);
     if (rep.rank == 0)
-      fmt::print("sweep {}: {} cases ({} kept from --out, {} run) by {} process{} in {:.2f} s ({:.1f} cases/s): {}\n", sc.path, rep.cases,
-                 rep.resumed, rep.ran, rep.ranks, rep.ranks == 1 ? "" : "es", rep.seconds, rep.seconds > 0 ? rep.ran / rep.seconds : 0.0, o.out);
+      fmt::print("sweep {}: {} cases ({} kept from --out, {} run) by {} process{} in {:.2f} s ({:.1f} cases/s): {}\n", hw::printable(sc.path), rep.cases,
+                 rep.resumed, rep.ran, rep.ranks, rep.ranks == 1 ? "" : "es", rep.seconds, rep.seconds > 0 ? rep.ran / rep.seconds : 0.0,
+                 hw::printable(o.out));
   });
 
   // ---- tune: the best knob setting per shape and M ------------------------------------------------
@@ -900,8 +912,8 @@ void register_all(CLI::App& app) {
     }
     if (!ta->plot.empty()) {
       const auto rep = calibrate::write_tune_plots(res, ta->plot);
-      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", m);
-      fmt::print(stderr, "tune: wrote {} data files and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), ta->plot);
+      for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m));
+      fmt::print(stderr, "tune: wrote {} data files and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), hw::printable(ta->plot));
     }
   });
 
@@ -960,12 +972,12 @@ int main(int argc, char** argv) {
     // CLI::RuntimeError from its callback); CLI11's own usage errors (an unknown option, a file that
     // does not exist: codes 100 and up) exit 1 like any other bad input, with the same prefix.
     if (e.get_exit_code() < 100) return app.exit(e);
-    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", fusesim::hw::printable(e.what(), true),
+    fmt::print(stderr, "fusesim: error: {} (see fusesim {}--help)\n", fusesim::hw::printable(e.what()),
                app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name() + " ");
     return 1;
   } catch (const std::exception& e) {
     // Messages quote input (case ids, names, file paths): control characters are escaped.
-    fmt::print(stderr, "fusesim: error: {}\n", fusesim::hw::printable(e.what(), true));
+    fmt::print(stderr, "fusesim: error: {}\n", fusesim::hw::printable(e.what()));
     return 1;
   }
   return 0;

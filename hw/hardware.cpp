@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "hw/io.hpp"
+#include "hw/printable.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -98,8 +99,10 @@ const ParamDecl* ParamRegistry::find(const std::string& key) const {
 }
 
 FileError::FileError(const std::string& file, int line, const std::string& key, const std::string& what)
-    : std::runtime_error(fmt::format("{}{}: {}{}", file, line > 0 ? ":" + std::to_string(line) : "",
-                                     key.empty() ? "" : "'" + key + "': ", what)) {}
+    // The file name and key come from input (a file name may hold a newline or an ESC): escaped
+    // (hw::printable) so that an error stays one line naming them (issue 22's second trial).
+    : std::runtime_error(fmt::format("{}{}: {}{}", printable(file), line > 0 ? ":" + std::to_string(line) : "",
+                                     key.empty() ? "" : "'" + printable(key) + "': ", what)) {}
 
 void reject_extra_documents(const std::string& path, const std::string& what) {
   // A line scan, not YAML::LoadAllFromFile: Debian's yaml-cpp 0.7 loops until memory runs out on a

@@ -25,6 +25,7 @@
 #include <fmt/ranges.h>
 
 #include "hw/hardware.hpp"
+#include "hw/printable.hpp"
 
 namespace fusesim::hw {
 
@@ -295,7 +296,7 @@ namespace fs = std::filesystem;
 
 /// How messages name an output: "--out 'F'" (or "'F'" when no option named it).
 std::string output_name(const OutputFile& f) {
-  return f.option.empty() ? fmt::format("'{}'", f.path) : fmt::format("{} '{}'", f.option, f.path);
+  return f.option.empty() ? fmt::format("'{}'", printable(f.path)) : fmt::format("{} '{}'", f.option, printable(f.path));
 }
 
 /// The file a path names, for comparing destinations: absolute, symbolic links of the part that
@@ -351,8 +352,8 @@ void check_output_files(const std::vector<OutputFile>& files) {
       std::error_code ec;
       if (files[i].path == files[j].path || resolved(files[i].path) == resolved(files[j].path) ||
           fs::equivalent(files[i].path, files[j].path, ec)) {
-        const std::string what = files[i].path == files[j].path ? fmt::format("'{}'", files[i].path)
-                                                                  : fmt::format("'{}' and '{}'", files[i].path, files[j].path);
+        const std::string what = files[i].path == files[j].path ? fmt::format("'{}'", printable(files[i].path))
+                                                                  : fmt::format("'{}' and '{}'", printable(files[i].path), printable(files[j].path));
         throw std::invalid_argument(
             files[i].option.empty() || files[j].option.empty()
                 ? fmt::format("two outputs name the same file {}: give each output its own file", what)
@@ -371,11 +372,11 @@ void check_output_files(const std::vector<OutputFile>& files) {
     const fs::path parent = dest.parent_path().empty() ? fs::path(".") : dest.parent_path();
     const auto pst = fs::status(parent, ec);
     if (!fs::exists(pst))
-      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' does not exist", output_name(f), parent.string()));
+      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' does not exist", output_name(f), printable(parent.string())));
     if (!fs::is_directory(pst))
-      throw std::runtime_error(fmt::format("cannot write {}: '{}' is not a folder", output_name(f), parent.string()));
+      throw std::runtime_error(fmt::format("cannot write {}: '{}' is not a folder", output_name(f), printable(parent.string())));
     if (::access(parent.c_str(), W_OK | X_OK) != 0)
-      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' is not writable: {}", output_name(f), parent.string(), std::strerror(errno)));
+      throw std::runtime_error(fmt::format("cannot write {}: folder '{}' is not writable: {}", output_name(f), printable(parent.string()), std::strerror(errno)));
   }
 }
 
@@ -450,7 +451,7 @@ void write_outputs_atomic(const std::vector<OutputFile>& files) {
     for (size_t j = 0; j < i; ++j) {
       if (!backups[j].empty() && ::rename(backups[j].c_str(), dests[j].c_str()) == 0) { untrack_temp(backups[j]); continue; }
       if (!existed[j]) ::unlink(dests[j].c_str());
-      else kept.push_back(files[j].path);
+      else kept.push_back(printable(files[j].path));
     }
     drop(std::vector<std::string>(tmps.begin() + long(i), tmps.end()));
     drop(std::vector<std::string>(backups.begin() + long(i), backups.end()));

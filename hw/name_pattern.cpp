@@ -45,4 +45,17 @@ bool NamePattern::search(std::string_view s, std::string* groups, int n) const {
   return true;
 }
 
+size_t NamePattern::count(std::string_view s, size_t limit) const {
+  if (!re_) return 0;
+  const re2::StringPiece text(s.data(), s.size());
+  re2::StringPiece m;
+  size_t n = 0, pos = 0;
+  while (n < limit && pos <= s.size() && re_->Match(text, pos, s.size(), RE2::UNANCHORED, &m, 1)) {
+    ++n;
+    const size_t end = size_t(m.data() - s.data()) + m.size();
+    pos = m.empty() ? end + 1 : end;
+  }
+  return n;
+}
+
 }  // namespace fusesim::hw

@@ -49,6 +49,9 @@ class NamePattern {
   /// search() that also returns the first `n` capture groups' texts (empty for a group that did not
   /// take part); false when there is no match or the pattern has fewer than `n` groups.
   bool search(std::string_view s, std::string* groups, int n) const;
+  /// How many non-overlapping matches `s` holds, left to right (an empty match advances one byte);
+  /// at most `limit` are counted. Linear in `s` per match (RE2).
+  size_t count(std::string_view s, size_t limit = 1000) const;
 
   const std::string& text() const { return text_; }
   bool empty() const { return re_ == nullptr; }

@@ -67,7 +67,7 @@ void run_reporting_errors(F&& f) {
   } catch (const CLI::Error&) {
     throw;
   } catch (const std::exception& e) {
-    std::cerr << "fusesim: error: " << fusesim::hw::printable(e.what(), true) << "\n";
+    std::cerr << "fusesim: error: " << fusesim::hw::printable(e.what()) << "\n";
     throw CLI::RuntimeError(1);
   }
 }

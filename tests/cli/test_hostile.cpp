@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/measurements.hpp"
+#include "calibrate/plot.hpp"
 #include "calibrate/plot_names.hpp"
 #include "hw/hardware.hpp"
 #include "hw/io.hpp"
@@ -1228,4 +1229,145 @@ TEST(TraceWhatIf, OptionTextsAndRanges) {
     EXPECT_TRUE(has(r.out, "--gap-min-us")) << g << ": " << r.out;
     EXPECT_LT(r.out.size(), 2000u) << r.out;
   }
+}
+
+// --- the second fresh-user trial of 2026-12-06 (issue 22), its six open items -----------------------
+
+// 1. Plot files of one command never share a name: a table `t.curve` beside table `t` (whose curve is
+// `t.curve.csv`), a case `x.timeline` beside case `x`'s AFD timeline, and a plain name equal to
+// another name's hashed stem had written over each other while the count said all were written.
+// 2. Nor do they take the name of an input file: `check --plot DIR` had replaced a scenario kept in DIR.
+TEST(PlotFiles, NamesOfOneCommandNeverCollideNorReplaceAnInput) {
+  const fs::path d = fresh_dir();
+  calibrate::PlotNamer namer;
+  const std::string dir = d.string();
+  EXPECT_EQ(namer.claim(dir, "t"), (d / "t").string());
+  EXPECT_EQ(namer.claim(dir, "t.curve"), (d / "t.curve-2").string());  // t.curve.csv is t's curve
+  EXPECT_EQ(namer.claim(dir, "x.timeline"), (d / "x.timeline").string());
+  EXPECT_EQ(namer.claim(dir, "x.timeline"), (d / "x.timeline-2").string());  // the same stem again
+  const std::string hashed = plotnames::unique_file_stem("a b");
+  ASSERT_NE(hashed, "a b");
+  EXPECT_EQ(namer.claim(dir, "a b"), (d / hashed).string());
+  EXPECT_EQ(namer.claim(dir, hashed), (d / (hashed + "-2")).string());  // a plain name equal to the hashed stem
+  EXPECT_EQ(namer.claim(dir, "T"), (d / "T-2").string());               // case-insensitive file systems
+  // An input in the folder under a plot file's name keeps its name and content.
+  std::ofstream(d / "in.gp") << "mine\n";
+  calibrate::PlotNamer guarded({(d / "in.gp").string()});
+  EXPECT_EQ(guarded.claim(dir, "in"), (d / "in-2").string());
+  EXPECT_EQ(guarded.claim(dir, "other"), (d / "other").string());
+
+  // Through check --plot: two tables name `t` and `t.curve`, and the scenario file lies in the plot
+  // folder under the name table `u`'s script would take. Every table gets its own files, the count
+  // is the files on disk, and the scenario is unchanged.
+  const fs::path plots = d / "plots";
+  fs::create_directories(plots);
+  const std::string text = std::string("scenario: sw\nhardware: ") + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ntolerance_pct: 100\ncases:\n" +
+                           "  - id: \"t/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+                           "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n"
+                           "  - id: \"t.curve/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+                           "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n"
+                           "  - id: \"u/x\"\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+                           "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n";
+  std::ofstream(plots / "sw__u.gp") << text;
+  const Ran r = sh(kBin + " check " + qp(plots / "sw__u.gp") + " --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_file((plots / "sw__u.gp").string()), text);
+  std::vector<std::string> tables;
+  for (const auto& f : files_under(plots))
+    if (f.size() > 4 && f.substr(f.size() - 4) == ".csv" && !has(f, ".curve.csv")) tables.push_back(f);
+  EXPECT_EQ(tables, (std::vector<std::string>{"sw__t.csv", "sw__t.curve-2.csv", "sw__u-2.csv"}))
+      << fmt::format("{}", fmt::join(files_under(plots), " "));
+  for (const char* f : {"sw__t.curve.csv", "sw__t.curve-2.curve.csv", "sw__u-2.curve.csv", "sw__u-2.gp"}) EXPECT_TRUE(fs::exists(plots / f)) << f;
+  EXPECT_TRUE(has(r.out, "wrote 6 CSV tables")) << r.out;
+}
+
+// 3. A control character in the --plot folder's name had reached gnuplot's script as '?': gnuplot
+// drew into another folder and fusesim renamed its empty temporaries into 0-byte images, exit 0. Now
+// gnuplot runs in the folder and names its files relative to it; an image left empty is a failure.
+TEST(PlotFiles, AControlCharacterInThePlotFolderStillGivesRealImages) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
+  const fs::path d = fresh_dir();
+  const fs::path plots = d / "p\x01q";
+  const Ran r = sh(kBin + " check scenarios/mi355x-dsv4-pro-wo_b-tp8.yaml --plot " + qp(plots));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  int images = 0;
+  for (const auto& f : files_under(plots)) {
+    const std::string ext = fs::path(f).extension().string();
+    if (ext != ".png" && ext != ".svg") continue;
+    ++images;
+    EXPECT_GT(fs::file_size(plots / f), 100u) << f;
+  }
+  EXPECT_GT(images, 0) << r.out;
+  EXPECT_TRUE(no_controls(r.out));
+  EXPECT_TRUE(has(r.out, "p\\x01q")) << r.out;  // the folder named with its control character escaped
+  for (const auto& f : files_under(d)) EXPECT_FALSE(has(f, "p?q")) << f;
+}
+
+// 4. --baseline matched no id holding an invalid UTF-8 byte: --save-predictions stores it with
+// U+FFFD, and the new run's raw id was looked up. Both are now compared in the saved form.
+TEST(CiOutputs, BaselineMatchesIdsWithInvalidUtf8) {
+  const fs::path d = fresh_dir();
+  put(d, "u.yaml", std::string("scenario: u\xff\nhardware: ") + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                   "  - id: \"caf\xe9/a\"\n    params: {mode: gemm-only, n: 7168, k: 2048, m: 4096}\n"
+                   "  - id: \"ok/b\"\n    params: {mode: gemm-only, n: 7168, k: 2048, m: 8192}\n");
+  Ran r = sh(kBin + " check " + qp(d / "u.yaml") + " --save-predictions " + qp(d / "base.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = sh(kBin + " check " + qp(d / "u.yaml") + " --baseline " + qp(d / "base.json"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "2 predictions compared, 0 moved by more than 1%, 0 cases not in the baseline")) << r.out;
+}
+
+// 5. AFD headers: a rank ratio that is part of a longer word ("-2F:2A", "3F:1A:7F") had been read as
+// its well-formed part, and a key given twice ("num-sms 8 num-sms 16") silently took the first.
+TEST(HostileParsers, AfdHeadersWithAMalformedOrRepeatedKeyAreErrors) {
+  using calibrate::afd_context_from_header;
+  auto error_of = [](const std::string& h) {
+    try {
+      afd_context_from_header(h, "f.jsonl", 3);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(has(error_of("#### -2F:2A"), "f.jsonl:3: 'ffn_ranks': expected a rank ratio as a word of its own")) << error_of("#### -2F:2A");
+  EXPECT_TRUE(has(error_of("#### 3F:1A:7F"), "f.jsonl:3: 'ffn_ranks': the header holds 2 rank ratios")) << error_of("#### 3F:1A:7F");
+  EXPECT_TRUE(has(error_of("#### 2F:2A 4F:4A"), "holds 2 rank ratios"));
+  EXPECT_TRUE(has(error_of("#### 2F:2A 4f4a"), "holds 2 rank ratios"));
+  EXPECT_TRUE(has(error_of("#### 2.5F:2A"), "expected a rank ratio"));
+  EXPECT_TRUE(has(error_of("#### 4F:8A num-sms 8 num-sms 16"), "f.jsonl:3: 'num-sms': 'num-sms' appears 2 times in the header; expected once"));
+  EXPECT_TRUE(has(error_of("#### 4F:8A hybrid on hybrid off"), "'hybrid' appears 2 times"));
+  EXPECT_TRUE(has(error_of("## 1a3f T=1 T=2 afd"), "'T=' appears 2 times"));
+  // Well-formed headers as the repository's files and seed 004 write them.
+  for (const char* ok : {"#### 4F:8A num-sms 8", "#### 4f8a hybrid off", "## 1a3f T=128 masked", "# (2F:2A) num-sms 24", "# run of 3a4f5b2"})
+    EXPECT_EQ(error_of(ok), "") << ok;
+  EXPECT_EQ(afd_context_from_header("# (2F:2A) num-sms 24")["ffn_ranks"].as<int>(), 2);
+  EXPECT_EQ(afd_context_from_header("# run of 3a4f5b2").size(), 0u);  // a commit hash is not a ratio
+}
+
+// 6. A newline in a file name reached error lines raw (a name could forge an "ok" line in a CI
+// log); `calibrate fit --out` and the sweep summary printed their paths raw.
+TEST(Terminal, FileNamesWithANewlineStayOnTheirErrorLine) {
+  const fs::path d = fresh_dir();
+  const std::string forged = (d / "x\nok   forged.yaml").string();
+  Ran r = sh(kBin + " check " + qp(forged));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "x\\nok   forged.yaml: does not exist")) << r.out;
+  EXPECT_FALSE(has(r.out, "\nok   forged")) << r.out;
+  // A scenario file whose name holds a newline, with a bad key: the FileError names it escaped.
+  const std::string bad = (d / "b\nFAKE.yaml").string();
+  std::ofstream(bad) << "scenario: b\nhardware: hw/mi355x-8gpu.yaml\nmodel: gemm_ar\nbogus: 1\ncases: []\n";
+  r = sh(kBin + " run " + qp(bad));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "b\\nFAKE.yaml:4")) << r.out;
+  EXPECT_FALSE(has(r.out, "\nFAKE")) << r.out;
+  // calibrate fit --out: the "wrote" line; sweep --out: its summary line.
+  const std::string out = (d / "o\nFAKE.yaml").string();
+  r = sh(kBin + " calibrate fit --hw hw/h200-2gpu.yaml --measurements scenarios/h200x2-probes.yaml --out " + qp(out));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote " + d.string() + "/o\\nFAKE.yaml")) << r.out;
+  EXPECT_FALSE(has(r.out, "\nFAKE")) << r.out;
+  r = sh(kBin + " sweep scenarios/h200x2-probes.yaml --no-progress --out " + qp(d / "s\nFAKE.jsonl"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "s\\nFAKE.jsonl")) << r.out;
+  EXPECT_FALSE(has(r.out, "\nFAKE")) << r.out;
 }
