@@ -463,7 +463,17 @@ void register_calibrate_commands(CLI::App& calibrate) {
     // No output over an input (a fresh-user trial's --report F replaced its --hw or --measurements
     // file F with the JSON report). --out may name --hw: writing the calibrated file in place.
     std::vector<scenario::InputFile> named{{a->hw, "--hw file", "--out"}};
-    for (const auto& m : a->measurements) named.push_back({m, "measurement file", ""});
+    for (const auto& m : a->measurements) {
+      named.push_back({m, "measurement file", ""});
+      // A scenario given as measurements reads its hardware file and whatever its model's cases
+      // name (afd's gemm_machine): inputs too. One that does not load is reported by the fit below.
+      try {
+        const models::Scenario sc = scenario::load(m, {scenario::LoadOptions{}.max_cases, false});
+        for (const auto& in : scenario::input_files(&sc, nullptr))
+          if (in.path != m) named.push_back(in);
+      } catch (const std::exception&) {
+      }
+    }
     scenario::refuse_outputs_over_inputs(outputs, named);
     const auto hw = models::load_hardware(a->hw);
     // ... nor over a measured table of --hw (a fresh-user trial's --out TABLE replaced one).
@@ -707,8 +717,8 @@ void register_calibrate_commands(CLI::App& calibrate) {
       calibrate::PlotOptions po;
       po.dir = a->plot;
       // No plot file over an input or the files just written.
-      std::vector<std::string> inputs{a->hw};
-      for (const auto& m : a->measurements) inputs.push_back(m);
+      std::vector<std::string> inputs;
+      for (const auto& in : named) inputs.push_back(in.path);  // --hw, the measurements and what they read
       for (const auto& in : scenario::input_files(nullptr, &hw)) inputs.push_back(in.path);
       for (const auto& f : files) inputs.push_back(f.path);
       calibrate::PlotNamer namer(inputs);

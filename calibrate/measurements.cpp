@@ -112,8 +112,10 @@ std::string quote_nan_literals(const std::string& text) {
 json parse_json_at(const std::string& text, const std::string& file, int line) {
   hw::check_json_limits(text, {file, line, ""});  // nesting and size, before the parser sees it
   try {
-    if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) return json::parse(quote_nan_literals(text));
-    return json::parse(text);
+    if (text.find("NaN") != std::string::npos || text.find("Infinity") != std::string::npos) return hw::parse_json_unique_keys(quote_nan_literals(text));
+    return hw::parse_json_unique_keys(text);
+  } catch (const hw::DuplicateJsonKey& e) {
+    throw FileError(file, line, e.key, e.what());
   } catch (const json::exception& e) {
     // A syntax error or a number out of the range of a double ("1e400", out_of_range 406): the file
     // and line, never nlohmann's bare message.
@@ -1005,7 +1007,9 @@ ParseResult parse_afd_document(const std::string& text, const std::string& file,
   json doc;
   hw::check_json_limits(text, {file, 0, ""});  // nesting and size, before the parser sees it
   try {
-    doc = json::parse(text);
+    doc = hw::parse_json_unique_keys(text);
+  } catch (const hw::DuplicateJsonKey& e) {
+    throw FileError(file, 0, e.key, e.what());
   } catch (const json::exception& e) {
     // A syntax error (its byte offset -> line) or a number out of the range of a double ("1e400").
     throw FileError(file, hw::json_error_line(text, {file, 0, ""}, e), "", hw::json_error_text(e));

@@ -174,6 +174,8 @@ int render_images(const std::string& exe, const std::string& base, const std::st
     rep.messages.push_back(fmt::format("gnuplot failed on {} ({}); see {}", base + ".gp", why, base + ".gnuplot.log"));
     return rc;
   }
+  std::error_code ec;
+  fs::remove(base + ".gnuplot.log", ec);  // gnuplot succeeded: its log goes, whatever follows
   const mode_t mask = ::umask(0);
   ::umask(mask);
   for (auto* t : {png.get(), svg.get()}) {
@@ -185,14 +187,24 @@ int render_images(const std::string& exe, const std::string& base, const std::st
       throw std::runtime_error(fmt::format("cannot move the plot into '{}': {}", hw::printable(dest), std::strerror(errno)));
     t->release();
   }
-  std::error_code ec;
-  fs::remove(base + ".gnuplot.log", ec);
   rep.image_files.push_back(base + ".png");
   rep.image_files.push_back(base + ".svg");
   return 0;
 }
 
 }  // namespace
+
+namespace {
+std::string normal_path(const std::string& p) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(p, ec);
+  return (ec ? fs::path(p) : a).lexically_normal().string();
+}
+}  // namespace
+
+PlotNamer::PlotNamer(std::vector<std::string> inputs) : inputs_(std::move(inputs)) {
+  for (const auto& in : inputs_) input_paths_.insert(normal_path(in));
+}
 
 std::string PlotNamer::claim(const std::string& dir, const std::string& stem) {
   const std::string first = plotnames::unique_file_stem(stem);
@@ -203,6 +215,7 @@ std::string PlotNamer::claim(const std::string& dir, const std::string& stem) {
       const std::string file = base + suffix;
       if (taken_.count(lower(file))) free = false;
       const std::string path = plotnames::path_inside(dir, file).string();
+      if (input_paths_.count(normal_path(path))) free = false;
       for (const auto& in : inputs_)
         if (free && hw::same_existing_file(path, in)) free = false;
       if (!free) break;

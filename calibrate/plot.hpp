@@ -21,20 +21,23 @@ namespace fusesim::calibrate {
  *
  * claim(dir, stem) returns DIR/BASE where BASE is plotnames::unique_file_stem(stem), or BASE-2,
  * BASE-3, ... when any of BASE's files (BASE + each of kSuffixes) is already claimed (compared
- * without regard to case, for case-insensitive file systems) or is an existing file that is one of
- * `inputs` (hw::same_existing_file). Every file of the returned base is then claimed. Errors:
+ * without regard to case, for case-insensitive file systems) or is one of `inputs` (the same existing
+ * file, hw::same_existing_file, or the same absolute path). Every file of the returned base is then claimed. Errors:
  * std::runtime_error after 10^4 tries (not reachable with distinct inputs).
  */
 class PlotNamer {
  public:
   /// Every file a plot base may take: its table, curve, script, images and gnuplot's log.
-  static constexpr const char* kSuffixes[] = {".csv", ".curve.csv", ".gp", ".png", ".svg", ".gnuplot.log"};
-  explicit PlotNamer(std::vector<std::string> inputs = {}) : inputs_(std::move(inputs)) {}
+  static constexpr const char* kSuffixes[] = {".csv", ".curve.csv", ".dat", ".gp", ".png", ".svg", ".gnuplot.log"};
+  /// `inputs`: files no plot may take (the command's inputs, and its other outputs, which may not
+  /// exist yet: compared as existing files and as absolute, lexically normal paths).
+  explicit PlotNamer(std::vector<std::string> inputs = {});
   std::string claim(const std::string& dir, const std::string& stem);
 
  private:
   std::set<std::string> taken_;  ///< lower-cased file names claimed so far
   std::vector<std::string> inputs_;
+  std::set<std::string> input_paths_;  ///< inputs_ as absolute, lexically normal paths
 };
 
 struct PlotOptions {

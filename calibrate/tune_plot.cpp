@@ -62,9 +62,11 @@ int run_in(const std::string& dir, const std::string& gnuplot, const std::string
 
 }  // namespace
 
-PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, const std::string& gnuplot) {
+PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, const std::string& gnuplot, PlotNamer* namer_in) {
   namespace fs = std::filesystem;
   PlotReport rep;
+  PlotNamer own;
+  PlotNamer& namer = namer_in ? *namer_in : own;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("--plot: cannot create '{}': {}", dir, ec.message()));
@@ -72,7 +74,7 @@ PlotReport write_tune_plots(const nlohmann::json& r, const std::string& dir, con
   if (!rep.gnuplot_found) rep.messages.push_back("gnuplot not found in PATH (Debian package gnuplot-nox): wrote the data files only");
   int i = 0;
   for (const auto& sh : r["shapes"]) {
-    const std::string name = fmt::format("tune_shape{}", i++);
+    const std::string name = fs::path(namer.claim(dir, fmt::format("tune_shape{}", i++))).filename().string();
     std::string dat = "# fusesim tune: shape " + sh["shape"].dump() + ", baseline " + r["baseline"].dump() + "\n";
     dat += "# m best_us best_lo_us best_hi_us baseline_us baseline_lo_us baseline_hi_us best_setting\n";
     for (const auto& p : sh["points"]) {

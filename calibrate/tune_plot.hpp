@@ -18,8 +18,12 @@ namespace fusesim::calibrate {
  * the data files are still written and the report says so. Every file replaces (never follows) a
  * symbolic link of its name in DIR and is written 0666 less the umask; .dat and .gp through a
  * temporary renamed into place, the images drawn into hidden `.NAME.png.part` files renamed when
- * gnuplot succeeded. Errors: std::runtime_error when DIR cannot be created or a file cannot be written.
+ * gnuplot succeeded. The base name comes from `namer` (PlotNamer::claim; null: one of its own): a
+ * base taken by an input or another output of the command (`--hw`, `--out`, a trace in DIR named
+ * tune_shape0.dat) becomes tune_shape<i>-2. Errors: std::runtime_error when DIR cannot be created or
+ * a file cannot be written.
  */
-PlotReport write_tune_plots(const nlohmann::json& tune_result, const std::string& dir, const std::string& gnuplot = "gnuplot");
+PlotReport write_tune_plots(const nlohmann::json& tune_result, const std::string& dir, const std::string& gnuplot = "gnuplot",
+                            PlotNamer* namer = nullptr);
 
 }  // namespace fusesim::calibrate

@@ -1,11 +1,16 @@
 #include "cli/ci_outputs.hpp"
 
 #include <algorithm>
+#include <tuple>
+#include <set>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "hw/printable.hpp"
 
 namespace fusesim::cli {
 namespace {
@@ -162,12 +167,18 @@ nlohmann::json predictions_document(const std::vector<std::pair<std::string, nlo
 }
 
 BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
-                              const std::string& baseline_name) {
+                              const std::string& baseline_name, const std::vector<std::string>* files) {
+  auto bad = [&](const std::string& what) { return std::invalid_argument(fmt::format("--baseline {}: {}", baseline_name, what)); };
+  if (!std::isfinite(threshold_pct) || threshold_pct < 0) throw bad(fmt::format("the threshold must be a finite percentage >= 0, got {}", threshold_pct));
   const nlohmann::json* list = nullptr;
   nlohmann::json one = nlohmann::json::array();
-  if (baseline.is_object() && baseline.contains("runs") && baseline["runs"].is_array()) list = &baseline["runs"];
-  else if (baseline.is_array()) list = &baseline;
-  else if (baseline.is_object() && baseline.contains("scenario") && baseline.contains("cases")) {
+  if (baseline.is_object() && baseline.contains("runs") && baseline["runs"].is_array()) {
+    if (baseline.contains("fusesim_predictions") && baseline["fusesim_predictions"] != 1)
+      throw bad(fmt::format("a predictions file of format {}; this fusesim reads format 1", baseline["fusesim_predictions"].dump()));
+    list = &baseline["runs"];
+  } else if (baseline.is_array()) {
+    list = &baseline;
+  } else if (baseline.is_object() && baseline.contains("scenario") && baseline.contains("cases")) {
     one.push_back(baseline);
     list = &one;
   } else {
@@ -175,34 +186,67 @@ BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<
                                             "the file `fusesim check --save-predictions` writes",
                                             baseline_name));
   }
-  std::map<std::pair<std::string, std::string>, double> old;
+  // Runs are matched by their file where the baseline records it (--save-predictions does), else by
+  // the scenario's name when only one run of the baseline has it: two files of one scenario name
+  // (issue 22's third trial) had been compared with each other's predictions.
+  auto normal = [](const std::string& p) { return std::filesystem::path(p).lexically_normal().string(); };
+  std::map<std::tuple<std::string, std::string, std::string>, double> by_file;  // (file, scenario, id)
+  std::map<std::pair<std::string, std::string>, double> by_scenario;            // (scenario, id)
+  std::map<std::string, int> runs_of_scenario;
+  std::set<std::pair<std::string, std::string>> seen_runs;  // (file, scenario)
   for (size_t r = 0; r < list->size(); ++r) {
     const auto& run = (*list)[r];
     if (!run.is_object() || !run.contains("scenario") || !run["scenario"].is_string() || !run.contains("cases") || !run["cases"].is_array())
       throw std::invalid_argument(fmt::format("--baseline {}: run {} has no scenario name and cases list", baseline_name, r));
-    for (const auto& c : run["cases"]) {
+    const std::string sc = run["scenario"].get<std::string>();
+    const std::string file = run.contains("file") && run["file"].is_string() ? normal(run["file"].get<std::string>()) : std::string();
+    if (!seen_runs.insert({file, sc}).second)
+      throw bad(fmt::format("run {} repeats scenario '{}'{}: expected each run once", r, hw::printable(sc),
+                            file.empty() ? "" : " of file '" + hw::printable(file) + "'"));
+    ++runs_of_scenario[sc];
+    std::set<std::string> ids;
+    for (size_t i = 0; i < run["cases"].size(); ++i) {
+      const auto& c = run["cases"][i];
       if (!c.is_object() || !c.contains("id") || !c["id"].is_string() || !c.contains("predicted_us") || !c["predicted_us"].is_number())
         throw std::invalid_argument(fmt::format("--baseline {}: a case of scenario '{}' has no id and numeric predicted_us", baseline_name,
-                                                run["scenario"].get<std::string>()));
-      old[{run["scenario"].get<std::string>(), c["id"].get<std::string>()}] = c["predicted_us"].get<double>();
+                                                hw::printable(sc)));
+      const std::string id = c["id"].get<std::string>();
+      const double us = c["predicted_us"].get<double>();
+      if (!(us > 0 && us <= kMaxBaselineUs))
+        throw bad(fmt::format("run {} ('{}') case '{}': predicted_us {} is not a time this fusesim predicts (expected > 0 and <= {:g} us)", r,
+                              hw::printable(sc), hw::printable(id), us, kMaxBaselineUs));
+      if (!ids.insert(id).second) throw bad(fmt::format("run {} ('{}') lists case '{}' twice", r, hw::printable(sc), hw::printable(id)));
+      if (!file.empty()) by_file[{file, sc, id}] = us;
+      by_scenario[{sc, id}] = us;
     }
   }
   BaselineDiff d;
   d.threshold_pct = threshold_pct;
   d.baseline_name = baseline_name;
   size_t order = 0;
-  for (const auto& res : runs) {
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const auto& res = runs[ri];
     const std::string sc = as_saved_json_text(text_of(res, "scenario"));
+    const std::string file = files && ri < files->size() ? normal(as_saved_json_text((*files)[ri])) : std::string();
+    const bool file_known = !file.empty() && seen_runs.count({file, sc});
     for (const auto& c : res["cases"]) {
       const std::string id = as_saved_json_text(text_of(c, "id"));
-      const auto it = old.find({sc, id});
-      if (it == old.end()) {
+      double was = 0;
+      bool found = false;
+      if (file_known) {
+        const auto it = by_file.find({file, sc, id});
+        if ((found = it != by_file.end())) was = it->second;
+      } else if (runs_of_scenario[sc] == 1) {
+        const auto it = by_scenario.find({sc, id});
+        if ((found = it != by_scenario.end())) was = it->second;
+      }
+      if (!found) {
         d.not_in_baseline.push_back({sc, id});
         continue;
       }
       ++d.compared;
-      const double now = c["predicted_us"].get<double>(), was = it->second;
-      const double change = was != 0 ? (now - was) / std::fabs(was) * 100 : (now == 0 ? 0.0 : INFINITY);
+      const double now = c["predicted_us"].get<double>();
+      const double change = (now - was) / was * 100;
       (std::fabs(change) > threshold_pct ? d.moved : d.within).push_back({sc, id, was, now, change, order++});
     }
   }

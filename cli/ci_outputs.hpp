@@ -48,16 +48,22 @@ struct BaselineDiff {
  */
 std::string junit_xml(const std::vector<JunitFile>& files, const BaselineDiff* baseline = nullptr);
 
+/// The largest predicted_us a baseline may hold (us): 10^10, hw::kMaxMeasuredUs's bound.
+inline constexpr double kMaxBaselineUs = 1e10;
+
 /**
- * Compare every case's predicted_us in `runs` (scenario::run() results) with the same scenario
- * name's and case id's in `baseline`: a `run --format json` result, an array of them, or the
- * {"fusesim_predictions": 1, "runs": [...]} that `check --save-predictions` writes. A case moved
- * when |new - old| / |old| x 100 > threshold_pct (old == 0: when new != 0).
- * Errors: std::invalid_argument naming `baseline_name` when the document has none of those shapes
- * or a case lacks a numeric predicted_us.
+ * Compare every case's predicted_us in `runs` (scenario::run() results; `files`, when given, the
+ * scenario file of each run) with the baseline's: a `run --format json` result, an array of them, or
+ * the {"fusesim_predictions": 1, "runs": [...]} that `check --save-predictions` writes. A run is
+ * matched by (file, scenario name) where the baseline records its file and the file is among the
+ * baseline's, else by scenario name when exactly one baseline run has it; a case then by id (ids
+ * compared as saved: invalid UTF-8 as U+FFFD). A case moved when |new - old| / old x 100 > threshold_pct.
+ * Errors: std::invalid_argument naming `baseline_name` when the document has none of those shapes,
+ * is a predictions file of another format, repeats a run or a case id, or a case lacks a
+ * predicted_us in (0, kMaxBaselineUs]; or the threshold is not a finite number >= 0.
  */
 BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
-                              const std::string& baseline_name);
+                              const std::string& baseline_name, const std::vector<std::string>* files = nullptr);
 
 /// The document `check --save-predictions FILE` writes: {"fusesim_predictions": 1, "runs": [...]}
 /// with, per run, its scenario name, file and each case's id and predicted_us.

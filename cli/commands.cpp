@@ -443,6 +443,7 @@ void register_all(CLI::App& app) {
                     "exit 2 when any moved by more than --threshold-pct");
   check->add_option("--threshold-pct", ci->threshold_pct, "how far a prediction may move from --baseline's, in percent")
       ->check(CLI::Range(0.0, 1e6))
+      ->check(CLI::Validator([](std::string& v) { return std::isfinite(std::strtod(v.c_str(), nullptr)) ? std::string() : "expected a finite number, got " + v; }, "FINITE"))
       ->capture_default_str();
   check->add_option("--save-predictions", ci->save, "write every case's prediction to FILE (a baseline for a later --baseline)");
   add_limit_options(check, ci->max_cases, ci->max_events);
@@ -459,6 +460,7 @@ void register_all(CLI::App& app) {
       const std::string text = hw::read_input_file(ci->baseline, "--save-predictions JSON of an earlier check", hw::kMaxBaselineFileBytes,
                                                    "--baseline");
       baseline = hw::parse_json_bounded(text, {ci->baseline, 0, "--baseline"});
+      (void)compare_baseline(baseline, {}, ci->threshold_pct, ci->baseline);  // its errors before any scenario runs
     }
     std::vector<hw::OutputFile> ci_outputs;
     if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
@@ -506,13 +508,14 @@ void register_all(CLI::App& app) {
     if (!check_plot->empty()) {
       for (const auto& path : *check_args) plot_inputs.push_back(path);
       if (!ci->baseline.empty()) plot_inputs.push_back(ci->baseline);
+      for (const auto& o : ci_outputs) plot_inputs.push_back(o.path);  // the command's other outputs
       for (const auto& l : loaded)
         for (const auto& in : scenario::input_files(l.sc ? &*l.sc : nullptr, l.hw ? &*l.hw : nullptr)) plot_inputs.push_back(in.path);
     }
     calibrate::PlotNamer plot_namer(plot_inputs);
     std::vector<JunitFile> junit_files;
     std::vector<std::pair<std::string, nlohmann::json>> results;
-    int bad = 0, compared = 0, unreadable = 0;
+    int bad = 0, compared = 0, unreadable = 0, plot_failures = 0;
     std::vector<std::pair<std::string, int>> model_bad;  // a model's failures beyond the cases (what, how many)
     for (size_t fi = 0; fi < check_args->size(); ++fi) {
       const std::string& path = (*check_args)[fi];
@@ -575,7 +578,7 @@ void register_all(CLI::App& app) {
           } catch (const std::exception& e) {
             fmt::print(stderr, "plot: {} not plotted: {}\n", hw::printable(path), hw::printable(e.what()));
           }
-          if (!pts.empty()) {
+          if (!pts.empty()) try {
             calibrate::PlotOptions po;
             po.dir = *check_plot;
             po.prefix = sc.name + "__";
@@ -586,6 +589,12 @@ void register_all(CLI::App& app) {
             for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m));
             fmt::print("     {}: wrote {} CSV tables and {} images into {}\n", hw::printable(path), rep.csv_files.size(), rep.image_files.size(),
                        hw::printable(*check_plot));
+          } catch (const std::exception& e) {
+            // The file was checked; its plots could not be written (a folder in the way, a name too
+            // long): said as such, not as bad input, and the check exits 1 at the end.
+            ++plot_failures;
+            std::fflush(stdout);
+            fmt::print(stderr, "fusesim: error: the plots of {} could not be written: {}\n", hw::printable(path), hw::printable(e.what()));
           }
         }
       } catch (const std::exception& e) {
@@ -603,8 +612,12 @@ void register_all(CLI::App& app) {
     std::optional<BaselineDiff> diff;  // --baseline's, also carried into --junit's report
     if (!ci->baseline.empty()) {
       std::vector<nlohmann::json> runs;
-      for (const auto& r : results) runs.push_back(r.second);
-      diff = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline);
+      std::vector<std::string> files;
+      for (const auto& r : results) {
+        runs.push_back(r.second);
+        files.push_back(r.first);
+      }
+      diff = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline, &files);
       const BaselineDiff& d = *diff;
       for (const auto& m : d.moved)
         fmt::print("MOVED {} {}: predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)\n", hw::printable(m.scenario),
@@ -618,8 +631,11 @@ void register_all(CLI::App& app) {
     for (auto& o : ci_outputs)
       o.text = o.option == "--junit" ? junit_xml(junit_files, diff ? &*diff : nullptr) : json_text(predictions_document(results), 1) + "\n";
     if (!ci_outputs.empty()) hw::write_outputs_atomic(ci_outputs);
-    if (unreadable) {
-      fmt::print("ERROR: {} of {} files could not be checked{}\n", unreadable, check_args->size(), failed.empty() ? "" : "; " + hw::printable(failed));
+    if (unreadable || plot_failures) {
+      std::string what;
+      if (unreadable) what = fmt::format("{} of {} files could not be checked", unreadable, check_args->size());
+      if (plot_failures) what += fmt::format("{}the plots of {} files could not be written", what.empty() ? "" : "; ", plot_failures);
+      fmt::print("ERROR: {}{}\n", what, failed.empty() ? "" : "; " + hw::printable(failed));
       throw CLI::RuntimeError(1);
     }
     if (!failed.empty()) {
@@ -856,7 +872,18 @@ void register_all(CLI::App& app) {
     if (!spec) throw std::invalid_argument(fmt::format("--model: unknown model '{}' (expected one of: {})", ta->model, models::model_names()));
     const auto hw = models::load_hardware(ta->hw);
     // --out over --hw replaced the hardware file with the tune table (a fresh-user trial).
-    if (!ta->out.empty()) scenario::refuse_outputs_over_inputs({{ta->out, "", "--out"}}, nullptr, &hw);
+    std::vector<scenario::InputFile> trace_inputs;  // --from-trace's file, or the files of its folder
+    if (!ta->from_trace.empty()) {
+      std::error_code ec;
+      if (fs::is_directory(ta->from_trace, ec)) {
+        size_t n = 0;
+        for (const auto& e : fs::directory_iterator(ta->from_trace, ec))
+          if (n++ < 100000 && e.is_regular_file(ec)) trace_inputs.push_back({e.path().string(), "--from-trace trace file", ""});
+      } else {
+        trace_inputs.push_back({ta->from_trace, "--from-trace trace file", ""});
+      }
+    }
+    if (!ta->out.empty()) scenario::refuse_outputs_over_inputs({{ta->out, "", "--out"}}, nullptr, &hw, trace_inputs);
     scenario::TuneOptions o;
     if (ta->shapes.empty() && ta->from_trace.empty()) throw std::invalid_argument("tune: give --shape K=V,... or --from-trace TRACE");
     if (!ta->from_trace.empty() && tc->count("--m") > 0)
@@ -911,7 +938,13 @@ void register_all(CLI::App& app) {
       fmt::print("{}", text);
     }
     if (!ta->plot.empty()) {
-      const auto rep = calibrate::write_tune_plots(res, ta->plot);
+      // No plot file over --hw, its tables, the trace or --out (issue 22's third trial).
+      std::vector<std::string> taken;
+      for (const auto& in : scenario::input_files(nullptr, &hw)) taken.push_back(in.path);
+      for (const auto& in : trace_inputs) taken.push_back(in.path);
+      if (!ta->out.empty()) taken.push_back(ta->out);
+      calibrate::PlotNamer namer(taken);
+      const auto rep = calibrate::write_tune_plots(res, ta->plot, "gnuplot", &namer);
       for (const auto& m : rep.messages) fmt::print(stderr, "plot: {}\n", hw::printable(m));
       fmt::print(stderr, "tune: wrote {} data files and {} images into {}\n", rep.csv_files.size(), rep.image_files.size(), hw::printable(ta->plot));
     }

@@ -5,6 +5,7 @@
 
 #include "hw/io.hpp"
 #include "hw/printable.hpp"
+#include "hw/numbers.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -343,6 +344,9 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
           if (std::find(ints.begin(), ints.end(), k) == ints.end())
             throw FileError(path, yaml_line(t->first), "topology." + k,
                             fmt::format("unknown topology key (expected kind, {})", fmt::join(ints, ", ")));
+          if (t->second.IsScalar() && leading_zero_integer(t->second.Scalar()))
+            throw FileError(path, yaml_line(t->second), "topology." + k,
+                            fmt::format("'{}': a whole number with a leading zero (read as octal); write it without the zero", t->second.Scalar()));
           try {
             hw.topology_ints_[k] = t->second.as<int>();
           } catch (const YAML::Exception&) {

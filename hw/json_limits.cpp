@@ -1,6 +1,8 @@
 #include "hw/json_limits.hpp"
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -62,10 +64,29 @@ std::string json_error_text(const nlohmann::json::exception& e) {
   return fmt::format("malformed JSON: {}", e.what());
 }
 
+DuplicateJsonKey::DuplicateJsonKey(const std::string& k)
+    : std::runtime_error("key '" + k + "' given twice in the same JSON object: expected each key once"), key(k) {}
+
+nlohmann::json parse_json_unique_keys(std::string_view text) {
+  // One set of keys per open object (the nesting is bounded by check_json_limits before this runs).
+  std::vector<std::set<std::string>> open;
+  auto cb = [&open](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) open.emplace_back();
+    else if (event == E::object_end && !open.empty()) open.pop_back();
+    else if (event == E::key && !open.empty() && parsed.is_string() && !open.back().insert(parsed.get<std::string>()).second)
+      throw DuplicateJsonKey(parsed.get<std::string>());
+    return true;
+  };
+  return nlohmann::json::parse(text, cb);
+}
+
 nlohmann::json parse_json_bounded(std::string_view text, const NumberAt& at, size_t max_depth, size_t max_bytes) {
   check_json_limits(text, at, max_depth, max_bytes);
   try {
-    return nlohmann::json::parse(text);
+    return parse_json_unique_keys(text);
+  } catch (const DuplicateJsonKey& e) {
+    throw FileError(at.file, at.line, e.key, e.what());
   } catch (const nlohmann::json::exception& e) {
     // A syntax error (parse_error, with its byte offset) or a number too large for a double
     // (out_of_range 406, "1e400"): both name the file and line, never nlohmann's bare message.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -39,5 +40,19 @@ int json_error_line(std::string_view text, const NumberAt& at, const nlohmann::j
 /// What a parse exception means, for FileError: "malformed JSON: ..." or, for a number too large
 /// for a double ("1e400"), "a number out of the range of a double (...), expected a finite number".
 std::string json_error_text(const nlohmann::json::exception& e);
+
+/// An object of a JSON text gave one key twice (parse_json_unique_keys).
+struct DuplicateJsonKey : std::runtime_error {
+  std::string key;
+  explicit DuplicateJsonKey(const std::string& k);
+};
+
+/**
+ * nlohmann::json::parse(text), refusing an object that gives a key twice: nlohmann keeps the last
+ * value silently, so a RESULT_JSON line with `"m": 8192, ..., "m": 1024` had been fitted at 1024
+ * under an id saying 8192 (issue 22's third trial; the YAML loaders refuse a repeated key too).
+ * Errors: DuplicateJsonKey; nlohmann's exceptions for a syntax error or a number out of range.
+ */
+nlohmann::json parse_json_unique_keys(std::string_view text);
 
 }  // namespace fusesim::hw

@@ -1,6 +1,7 @@
 // The model interface's implementation: the case-parameter reader (models/case_params.hpp), the
 // helpers of the case types, and the registry built from models/registry.inc.
 #include "models/model.hpp"
+#include "hw/numbers.hpp"
 
 #include "hw/printable.hpp"
 
@@ -152,6 +153,9 @@ CaseValues CaseSchema::read(const YAML::Node& params, bool ignore_unknown, bool 
         case CaseParam::Kind::Integer:
         case CaseParam::Kind::Integer64: {
           if (!v.IsScalar() || quoted(v)) throw bad_type("an integer");
+          if (hw::leading_zero_integer(v.Scalar()))
+            throw ParamError(k, fmt::format("{} parameter '{}' = {}: a whole number with a leading zero (YAML 1.1 reads it as octal); "
+                                            "write it without the zero", owner_, k, v.Scalar()));
           long long x = 0;
           if (!YAML::convert<long long>::decode(v, x)) {
             // A whole number too large for 64 bits is out of range, not a word.

@@ -225,6 +225,12 @@ struct ModelSpec {
   std::function<void(const Scenario&)> check_scenario;
   /// Before any case runs, beyond the required keys (std::invalid_argument: named at `hardware:`).
   std::function<void(const hw::Hardware&)> check_hardware;
+  /// Files the scenario's cases read beyond the scenario and its hardware file (e.g. afd's
+  /// `gemm_machine` hardware file and that file's measured tables), as paths with what each is:
+  /// every command refuses to write an output over them (scenario::input_files). `hardware_path` is
+  /// the scenario's hardware file (paths a case names are resolved against its folder). Must not
+  /// throw: a file that cannot be resolved or loaded is simply not listed (the case reports it).
+  std::function<std::vector<std::pair<std::string, std::string>>(const Scenario&, const std::string& hardware_path)> input_files;
   /// A state across the run (nullptr: none); may run cases through `run_case` and add warnings.
   std::function<std::unique_ptr<ScenarioRun>(const Scenario&, const CaseRunner& run_case,
                                              const std::function<bool(const Case&)>& selected,

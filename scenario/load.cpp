@@ -417,6 +417,8 @@ std::vector<InputFile> input_files(const models::Scenario* sc, const hw::Hardwar
   if (sc) {
     in.push_back({sc->path, "scenario file", ""});
     if (!sc->hardware_path.empty()) in.push_back({sc->hardware_path, fmt::format("hardware file of {}", sc->path), ""});
+    if (const models::ModelSpec* spec = models::find_spec(sc->model); spec && spec->input_files)
+      for (const auto& [path, what] : spec->input_files(*sc, sc->hardware_path)) in.push_back({path, what, ""});
   }
   if (hw) {
     if (!sc || hw->path() != sc->hardware_path) in.push_back({hw->path(), "hardware file", ""});

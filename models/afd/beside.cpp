@@ -25,6 +25,20 @@ bool has_sm_share_keys(const hw::Hardware& hw) {
 }
 }  // namespace
 
+std::string find_gemm_machine(const std::string& hardware_path, const std::string& gemm_machine, std::vector<std::string>* tries_out) {
+  const fs::path dir = fs::path(hardware_path).parent_path();
+  std::vector<std::string> tries;
+  for (const fs::path& t : {dir / gemm_machine, dir / ".." / gemm_machine, fs::path(gemm_machine)}) {
+    const std::string s = t.lexically_normal().string();
+    if (std::find(tries.begin(), tries.end(), s) == tries.end()) tries.push_back(s);
+  }
+  if (tries_out) *tries_out = tries;
+  std::error_code ec;
+  for (const auto& t : tries)
+    if (fs::is_regular_file(t, ec)) return t;
+  return "";
+}
+
 models::SmShareMachine ffn_gemm_machine(const hw::Hardware& hw, const AfdCase& c) {
   if (c.gemm_machine.empty()) {
     if (!has_sm_share_keys(hw))
@@ -35,18 +49,8 @@ models::SmShareMachine ffn_gemm_machine(const hw::Hardware& hw, const AfdCase& c
                                    hw.path()));
     return models::sm_share_machine(hw);
   }
-  const fs::path dir = fs::path(hw.path()).parent_path();
   std::vector<std::string> tries;
-  for (const fs::path& t : {dir / c.gemm_machine, dir / ".." / c.gemm_machine, fs::path(c.gemm_machine)}) {
-    const std::string s = t.lexically_normal().string();
-    if (std::find(tries.begin(), tries.end(), s) == tries.end()) tries.push_back(s);
-  }
-  std::string found;
-  for (const auto& t : tries)
-    if (fs::is_regular_file(t)) {
-      found = t;
-      break;
-    }
+  const std::string found = find_gemm_machine(hw.path(), c.gemm_machine, &tries);
   if (found.empty())
     throw bad("gemm_machine", fmt::format("no hardware file '{}' (tried {})", c.gemm_machine, fmt::join(tries, ", ")));
   const hw::Hardware mh = models::load_hardware(found);

@@ -43,6 +43,11 @@ struct FfnGemmBeside {
 /// SM count differs from the case hardware's gpu.compute_units; hw::FileError for a bad machine file.
 models::SmShareMachine ffn_gemm_machine(const hw::Hardware& hw, const AfdCase& c);
 
+/// The file a case's `gemm_machine` names, as ffn_gemm_machine() finds it: tried against the folder
+/// of `hardware_path`, that folder's parent, then the CWD; empty when none is a regular file.
+/// `tries` (may be null) gets the paths tried.
+std::string find_gemm_machine(const std::string& hardware_path, const std::string& gemm_machine, std::vector<std::string>* tries = nullptr);
+
 /**
  * For each FFN rank of `res` (an exchange simulate_afd(hw, c) ran), the next micro-batch's expert GEMM
  * launched when the rank's transport kernel starts (c.overlap_ffn_gemm: "dispatch" -> dispatch_impl /

@@ -1,5 +1,6 @@
 // The afd model's spec: its case parameters (read by the one case reader), the case runner, and the
 // hooks the scenario layer calls (NIC placement, kernel-duration judging, report lines and columns).
+#include <set>
 #include "models/afd/spec.hpp"
 
 #include <algorithm>
@@ -204,6 +205,26 @@ const ModelSpec& afd_spec() {
     };
     s.scenario_sections = {{"kernel_durations", "judges per-kernel durations"}};
     s.check_scenario = [](const Scenario& sc) { (void)afd::kernel_rules(sc); };
+    // A case's gemm_machine hardware file and its measured tables are inputs too (issue 22's third
+    // trial: `run --out hw/h200-1gpu.yaml` had replaced it).
+    s.input_files = [](const Scenario& sc, const std::string& hardware_path) {
+      std::vector<std::pair<std::string, std::string>> out;
+      std::set<std::string> seen;
+      for (uint64_t i = 0; i < sc.case_count(); ++i) {
+        const YAML::Node g = sc.case_at(i).params["gemm_machine"];
+        if (!g || !g.IsScalar() || !seen.insert(g.Scalar()).second) continue;
+        const std::string found = afd::find_gemm_machine(hardware_path, g.Scalar());
+        if (found.empty()) continue;
+        out.push_back({found, fmt::format("gemm_machine hardware file of {}", sc.path)});
+        try {
+          const hw::Hardware mh = models::load_hardware(found);
+          for (const auto& [name, t] : mh.tables()) out.push_back({t.file, fmt::format("measured table '{}' of the gemm_machine file {}", name, found)});
+        } catch (const std::exception&) {
+          // Not loadable: the case reports it when it runs; the file itself is still listed.
+        }
+      }
+      return out;
+    };
     s.primary_metric = "exchange_us";
     s.judge = [](const Scenario& sc, nlohmann::json& result) {
       if (const auto kd = afd::kernel_durations(sc, result); !kd.is_null()) result["summary"]["kernel_durations"] = kd;

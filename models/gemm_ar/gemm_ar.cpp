@@ -23,6 +23,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kBf16 = 2, kFp8 = 1, kScale = 4;  // bytes per element / per fp32 scale
 constexpr int kBlockN = 256, kBlockK = 128;         // mori gemm_ar tile (GEMM_AR.md)
+constexpr int64_t kMaxGemmTiles = int64_t(1) << 20;  // most output tiles a case may have (validate())
 // Work-items one CU holds at once: 4 SIMDs x 8 wave slots x 64 lanes (AMD CDNA3 ISA reference; assumed
 // unchanged on gfx950). Blocks beyond what the CUs hold wait for a slot, so they add no loads in flight.
 constexpr double kMaxThreadsPerCu = 2048;
@@ -193,6 +194,17 @@ void validate(const GemmArConfig& c, const hw::Hardware& hw) {
   for (auto [key, v] : {std::pair<const char*, int64_t>{"m", c.m}, {"n", c.n}, {"k", c.k}})
     if (v > CaseParam::kMaxDimension) bad(key, fmt::format("{} must be at most 2^31 = {}, got {}", key, CaseParam::kMaxDimension, v));
   if (c.n < 1 || c.n % 8 != 0) bad("n", fmt::format("N must be a positive multiple of 8, got {}", c.n));
+  // The work a case costs grows with the GEMM's output tiles (waves of tiles, and fused-lsa's per-tile
+  // remote stores): at most kMaxGemmTiles (issue 22's third trial: fused-lsa at M = 805306368, N = 8
+  // had taken 3.7 s and 527 MB, 2 GB at M = 2^31, inside every other bound). 2^20 tiles is M = 2^18
+  // rows at N = 2^19 columns in 128 x 256 tiles, far past any measured or served shape (M <= 2^18 in
+  // tune and breakeven; N <= 7168 in the data).
+  if (c.m >= 1 && c.n >= 8) {
+    const int64_t tiles = ((c.m + block_m(c.quant) - 1) / block_m(c.quant)) * ((c.n + kBlockN - 1) / kBlockN);
+    if (tiles > kMaxGemmTiles)
+      bad(c.m >= c.n ? "m" : "n", fmt::format("the GEMM's output is {} tiles of {} x {} (M = {}, N = {}), more than the 2^20 = {} this model "
+                                              "simulates", tiles, block_m(c.quant), kBlockN, c.m, c.n, kMaxGemmTiles));
+  }
   if (c.k < 256) bad("k", fmt::format("K must be >= 256 (two 128-deep K blocks), got {}", c.k));
   if (c.k % kBlockK != 0) bad("k", fmt::format("K must be a multiple of {}, got {}", kBlockK, c.k));
   if (c.chunks < 1 || c.chunks > 64) bad("chunks", fmt::format("must be in [1, 64], got {}", c.chunks));

@@ -1371,3 +1371,157 @@ TEST(Terminal, FileNamesWithANewlineStayOnTheirErrorLine) {
   EXPECT_TRUE(has(r.out, "s\\nFAKE.jsonl")) << r.out;
   EXPECT_FALSE(has(r.out, "\nFAKE")) << r.out;
 }
+
+// --- the third fresh-user trial of 2026-12-06 (issue 22) ---------------------------------------------
+
+// F1: an AFD case's gemm_machine hardware file and its measured table are inputs: run --out, sweep
+// --out (which had emptied it before failing) and check --plot had replaced them.
+TEST(OutputsOverInputs, AGemmMachineFileAndItsTablesAreInputs) {
+  const fs::path d = fresh_dir();
+  fs::create_directories(d / "hw" / "data");
+  for (const char* f : {"hw/h200-4gpu-nvlink.yaml", "hw/h200-1gpu.yaml", "hw/data/h200-sm-map.jsonl"}) fs::copy_file(kRoot + "/" + f, d / f);
+  fs::copy_file(kRoot + "/scenarios/h200x4-afd-ffn-gemm-beside.yaml", d / "s.yaml");
+  const std::string machine = read_file((d / "hw/h200-1gpu.yaml").string()), table = read_file((d / "hw/data/h200-sm-map.jsonl").string());
+  for (const std::string cmd : {" run s.yaml --format json --out hw/h200-1gpu.yaml", " run s.yaml --out hw/data/h200-sm-map.jsonl",
+                                " sweep s.yaml --no-progress --out hw/h200-1gpu.yaml", " sweep s.yaml --no-progress --out hw/data/h200-sm-map.jsonl"}) {
+    const Ran r = sh("cd " + qp(d) + " && " + kBin + cmd);
+    EXPECT_EQ(r.rc, 1) << cmd << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "gemm_machine")) << cmd << "\n" << r.out;
+    EXPECT_EQ(read_file((d / "hw/h200-1gpu.yaml").string()), machine) << cmd;
+    EXPECT_EQ(read_file((d / "hw/data/h200-sm-map.jsonl").string()), table) << cmd;
+  }
+}
+
+// F2: tune --plot's fixed names tune_shapeN.* had replaced --hw kept in the plot folder under such a
+// name, and tune's own --out.
+TEST(PlotFiles, TunePlotNeverReplacesItsHardwareFileOrItsOut) {
+  const fs::path d = fresh_dir();
+  const fs::path tp = d / "tp";
+  fs::create_directories(tp);
+  fs::copy_file(kRoot + "/hw/mi355x-8gpu.yaml", tp / "tune_shape0.gp");
+  const std::string hw_text = read_file((tp / "tune_shape0.gp").string());
+  const Ran r = sh(kBin + " tune --hw " + qp(tp / "tune_shape0.gp") + " --shape n=7168,k=2048,world_size=8 --m 1024,2048 --knobs mode --plot " +
+                   qp(tp) + " --out " + qp(tp / "tune_shape0-2.svg"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_file((tp / "tune_shape0.gp").string()), hw_text);
+  EXPECT_TRUE(has(read_file((tp / "tune_shape0-2.svg").string()), "shape")) << "tune's --out replaced";
+  EXPECT_TRUE(fs::exists(tp / "tune_shape0-3.dat")) << fmt::format("{}", fmt::join(files_under(tp), " "));
+}
+
+// F3: check's --junit / --save-predictions named like a plot file had been replaced by the plot.
+TEST(PlotFiles, CheckPlotsNeverReplaceItsJunitOrPredictions) {
+  const fs::path d = fresh_dir();
+  const fs::path p = d / "p";
+  fs::create_directories(p);
+  put(d, "small.yaml", "scenario: small\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ntolerance_pct: 100\ncases:\n"
+                       "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+                       "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n");
+  const Ran r = sh(kBin + " check " + qp(d / "small.yaml") + " --plot " + qp(p) + " --junit " + qp(p / "small__a.csv") + " --save-predictions " +
+                   qp(p / "small__a.gp"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(read_file((p / "small__a.csv").string()), "<testsuites"));
+  EXPECT_TRUE(has(read_file((p / "small__a.gp").string()), "fusesim_predictions"));
+  EXPECT_TRUE(fs::exists(p / "small__a-2.csv") && fs::exists(p / "small__a-2.gp")) << fmt::format("{}", fmt::join(files_under(p), " "));
+}
+
+// F4: one fused-lsa case inside every other bound (M = 805306368, N = 8) had taken 3.7 s and 527 MB
+// (2 GB at M = 2^31): the GEMM's output tiles are bounded at 2^20, named at the key.
+TEST(BoundedWork, AGemmArCaseOfMoreThan2To20TilesIsRefusedAtOnce) {
+  const fs::path d = fresh_dir();
+  put(d, "s.yaml", "scenario: lsa\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                   "  - id: a\n    params: {mode: fused-lsa, m: 805306368, n: 8, k: 256, world_size: 8, quant: blockscale}\n");
+  const Ran r = sh(kBin + " run " + qp(d / "s.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "s.yaml:6: 'cases[a].params.m'") && has(r.out, "6291456 tiles of 128 x 256") && has(r.out, "more than the 2^20")) << r.out;
+  EXPECT_LT(r.seconds, 1.0);
+  // The largest shape the data and the commands use is far inside: M = 2^18, N = 7168 (57344 tiles).
+  put(d, "ok.yaml", "scenario: ok\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                    "  - id: a\n    params: {mode: gemm-only, m: 262144, n: 7168, k: 2048, world_size: 8}\n");
+  EXPECT_EQ(sh(kBin + " run " + qp(d / "ok.yaml")).rc, 0);
+}
+
+// F6: --baseline matched runs by scenario name only (two files of one name compared with each
+// other), took repeated runs and cases silently, accepted predicted_us 0 / negative / 1e308 and
+// another format, and --threshold-pct nan switched it off.
+TEST(CiOutputs, BaselineMatchesFilesAndRefusesNonsense) {
+  const fs::path d = fresh_dir();
+  const std::string head = "scenario: small\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n";
+  put(d, "small.yaml", head + "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048, m: 16384}\n");
+  put(d, "small2.yaml", head + "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048, m: 4096}\n");
+  const std::string both = qp(d / "small.yaml") + " " + qp(d / "small2.yaml");
+  Ran r = sh(kBin + " check " + both + " --save-predictions " + qp(d / "base.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = sh(kBin + " check " + both + " --baseline " + qp(d / "base.json"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "2 predictions compared, 0 moved")) << r.out;
+  auto j = nlohmann::json::parse(read_file((d / "base.json").string()));
+  auto bad = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& expect) {
+    nlohmann::json b = j;
+    edit(b);
+    std::ofstream(d / "bad.json") << b.dump();
+    const Ran x = sh(kBin + " check " + qp(d / "small.yaml") + " --baseline " + qp(d / "bad.json"));
+    EXPECT_EQ(x.rc, 1) << expect << "\n" << x.out;
+    EXPECT_TRUE(has(x.out, expect)) << x.out;
+    EXPECT_FALSE(has(x.out, "compared,")) << "refused before any scenario runs: " << x.out;
+  };
+  bad([](nlohmann::json& b) { b["runs"][0]["cases"][0]["predicted_us"] = 0; }, "predicted_us 0 is not a time");
+  bad([](nlohmann::json& b) { b["runs"][0]["cases"][0]["predicted_us"] = -136.2; }, "is not a time this fusesim predicts");
+  bad([](nlohmann::json& b) { b["runs"][0]["cases"][0]["predicted_us"] = 1e308; }, "is not a time this fusesim predicts");
+  bad([](nlohmann::json& b) { b["runs"][0]["cases"].push_back(b["runs"][0]["cases"][0]); }, "lists case 'a' twice");
+  bad([](nlohmann::json& b) { b["runs"].push_back(b["runs"][0]); }, "repeats scenario 'small'");
+  bad([](nlohmann::json& b) { b["fusesim_predictions"] = 2; }, "a predictions file of format 2");
+  std::ofstream(d / "dup.json") << R"({"fusesim_predictions": 1, "runs": [{"scenario": "small", "cases": [{"id": "a", "predicted_us": 500, "predicted_us": 136.2}]}]})";
+  r = sh(kBin + " check " + qp(d / "small.yaml") + " --baseline " + qp(d / "dup.json"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "'predicted_us': key 'predicted_us' given twice")) << r.out;
+  r = sh(kBin + " check " + qp(d / "small.yaml") + " --baseline " + qp(d / "base.json") + " --threshold-pct nan");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "expected a finite number")) << r.out;
+}
+
+// F9: a whole number with a leading zero had been read as octal (m: 01024 ran as 532 under an id
+// saying m=01024; 0999 was "out of range"); floats in the same file read decimal.
+TEST(HostileParsers, LeadingZeroIntegersAreRefusedNotReadAsOctal) {
+  const fs::path d = fresh_dir();
+  put(d, "o.yaml", "scenario: o\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                   "  - id: b\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [1024, 01024]}\n");
+  Ran r = sh(kBin + " run " + qp(d / "o.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "'m' = 01024: a whole number with a leading zero")) << r.out;
+  put(d, "w.yaml", "scenario: o\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                   "  - id: b\n    params: {mode: split-sdma, n: 7168, k: 2048, m: 4096, world_size: 010}\n");
+  r = sh(kBin + " run " + qp(d / "w.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "w.yaml:6: 'cases[b].params.world_size'") && has(r.out, "leading zero")) << r.out;
+  EXPECT_TRUE(hw::leading_zero_integer("0999") && hw::leading_zero_integer("-010") && !hw::leading_zero_integer("0") &&
+              !hw::leading_zero_integer("10") && !hw::leading_zero_integer("0.5") && !hw::leading_zero_integer("0x10"));
+}
+
+// F11: a plot that could not be written (a folder in the way) was reported as "not checked (bad
+// input)" after the file's results, and left a 0-byte gnuplot log.
+TEST(PlotFiles, APlotThatCannotBeWrittenIsNotBadInput) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
+  const fs::path d = fresh_dir();
+  fs::create_directories(d / "p4" / "small__a.png");
+  put(d, "small.yaml", "scenario: small\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ntolerance_pct: 100\ncases:\n"
+                       "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048}\n    sweep: {m: [4096, 8192]}\n"
+                       "    measured: [{at: {m: 4096}, value_us: 100, source: s}, {at: {m: 8192}, value_us: 200, source: s}]\n");
+  const Ran r = sh(kBin + " check " + qp(d / "small.yaml") + " --plot " + qp(d / "p4"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "the plots of " + (d / "small.yaml").string() + " could not be written")) << r.out;
+  EXPECT_FALSE(has(r.out, "bad input")) << r.out;
+  EXPECT_TRUE(has(r.out, "ERROR: the plots of 1 files could not be written")) << r.out;
+  EXPECT_FALSE(fs::exists(d / "p4" / "small__a.gnuplot.log"));
+}
+
+// F12: a key given twice in a JSON measurement line was taken silently (the last value): a row whose
+// id said m=8192 was fitted at m=1024.
+TEST(HostileParsers, AKeyGivenTwiceInAJsonLineIsAnError) {
+  const fs::path d = fresh_dir();
+  std::string line = result_line("headline/split-sdma/m=8192", "t", "s", "722.0");
+  line.insert(line.find("\"n\":"), "\"m\": 1024, ");
+  put(d, "dup.jsonl", line);
+  const Ran r = sh(kBin + " calibrate fit --hw hw/mi355x-8gpu.yaml --free none --measurements " + qp(d / "dup.jsonl"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "dup.jsonl:1: 'm': key 'm' given twice in the same JSON object")) << r.out;
+}
