@@ -2,6 +2,7 @@
 // helpers of the case types, and the registry built from models/registry.inc.
 #include "models/model.hpp"
 
+#include "hw/csv_cell.hpp"
 #include "hw/printable.hpp"
 
 #include <algorithm>
@@ -306,9 +307,7 @@ double median(std::vector<double> v) {
 }
 
 std::string csv_quoted(std::string t) {
-  t = hw::printable(t);  // ids and sources are free text from scenario files: no ESC or newline reaches a terminal
-  for (size_t pos = 0; (pos = t.find('"', pos)) != std::string::npos; pos += 2) t.insert(pos, 1, '"');
-  return "\"" + t + "\"";
+  return hw::csv_cell(t);  // escaped, a formula lead ('=', '+', '-', '@') neutralised with a "'", quoted
 }
 
 // ---- the registry -------------------------------------------------------------------------
