@@ -24,6 +24,7 @@
 #include "calibrate/mori_runner.hpp"
 #include "calibrate/plot.hpp"
 #include "hw/io.hpp"
+#include "hw/output_name.hpp"
 #include "hw/printable.hpp"
 #include "models/model.hpp"
 #include "scenario/load.hpp"
@@ -405,14 +406,15 @@ void register_calibrate_commands(CLI::App& calibrate) {
                   "minimiser: lm (bounded Levenberg-Marquardt, default) or nelder-mead (on log-parameters inside the bounds; "
                   "the AFD hardware files' fits)")
       ->check(CLI::IsMember({"lm", "nelder-mead"}))->capture_default_str();
-  fit->add_option("--plot", a->plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR");
+  fit->add_option("--plot", a->plot, "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR")
+      ->check(hw::refuse_dash_output_name);
   auto* max_evals = fit->add_option("--max-evaluations", a->max_evaluations, "lm: cap on the Levenberg-Marquardt function evaluations per fit (Eigen's maxfev); the numerical Jacobian's evaluations (one per free parameter per step) are not capped by it but are counted in the printed total");
   auto* iters = fit->add_option("--iters", a->iters, "nelder-mead: iterations (no other stop; default 400); 0 evaluates the start")
                     ->check(kIterations);
   fit->add_option("--holdout", a->holdout,
                   "held-out points: PARAM=VALUE (e.g. m=8192), table=NAME, kfold=K (all K folds), kfold=K/I, none");
-  fit->add_option("--out", a->out, "write the calibrated hardware YAML here");
-  fit->add_option("--report", a->report, "write the fit report (params, residuals per point) as JSON here");
+  fit->add_option("--out", a->out, "write the calibrated hardware YAML here")->check(hw::refuse_dash_output_name);
+  fit->add_option("--report", a->report, "write the fit report (params, residuals per point) as JSON here")->check(hw::refuse_dash_output_name);
   fit->add_option("--free", a->free,
                   "comma-separated keys to fit (default: every value of kind fitted); none: fit nothing, evaluate the start");
   fit->add_option("--prior-weight", a->prior_weight, "weight of the log(p/p0) prior residuals");

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "hw/csv_cell.hpp"
 #include "hw/io.hpp"
 #include "hw/printable.hpp"
 #include "hw/temp_files.hpp"
@@ -50,13 +51,9 @@ std::string scalar(const YAML::Node& n) {
   return e.c_str();
 }
 
-/// A CSV field from input (an id, a source, a kernel name): hw::printable (no ESC, BEL or newline
-/// reaches whoever views the table, issue 22), quoted with '"' doubled.
-std::string csv_quote(const std::string& s) {
-  std::string o = "\"";
-  for (char c : hw::printable(s)) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
+/// A CSV field from input (an id, a source, a kernel name): hw::csv_cell (no ESC, BEL or newline
+/// reaches whoever views the table, issue 22; a formula lead '=', '+', '-', '@' prefixed with "'").
+std::string csv_quote(const std::string& s) { return hw::csv_cell(s); }
 
 /// A name from input as a gnuplot string literal (plot_names.hpp: single-quoted, control characters
 /// replaced), never pasted into the script raw.
@@ -307,7 +304,7 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
       const std::string xs = x.empty() ? "" : scalar(p.params[x]);
       const std::string ser = series_of(p, x, varying);
       const double err = (predicted_us[i] - p.measured_us) / p.measured_us * 100;
-      csv << fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{},{}\n", csv_quote(p.id), csv_quote(ser), x, xs, p.phase, p.measured_us,
+      csv << fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.3f},{},{}\n", csv_quote(p.id), csv_quote(ser), hw::csv_value(x), hw::csv_value(xs), hw::csv_value(p.phase), p.measured_us,
                          predicted_us[i], err, held_out[i] ? 1 : 0, csv_quote(p.source));
       if (p.phase.empty()) {
         if (!series_rows.count(ser)) series_order.push_back(ser);
@@ -382,7 +379,7 @@ PlotReport write_plots(const hw::Hardware& hw, const std::vector<FitPoint>& pts,
             try {
               const double y = predict(hw, {fp}).at(0);
               dense << v << " " << y << "\n";
-              curve_csv << fmt::format("{},{},{},{:.4f}\n", csv_quote(ser), x, v, y);
+              curve_csv << fmt::format("{},{},{},{:.4f}\n", csv_quote(ser), hw::csv_value(x), v, y);
               ++nd;
             } catch (const std::exception& e) {
               // A trial the model refuses (an invalid combination, a shape a measured table lacks):

@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,7 @@
 #include "cli/ci_outputs.hpp"
 #include "hw/io.hpp"
 #include "hw/json_limits.hpp"
+#include "hw/output_name.hpp"
 #include "hw/printable.hpp"
 #include "models/gemm_ar/breakeven.hpp"
 #include "models/gemm_ar/gemm_ar.hpp"
@@ -389,9 +391,9 @@ void register_all(CLI::App& app) {
   // check runs before its unknown-option check and so called `--formt json` a missing file "json".
   run->add_option("scenario", run_args->scenarios, "scenario YAML file (one)")->required();
   run->add_option("--format", run_args->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
-  run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE");
+  run->add_option("--trace", run_args->trace, "write a Chrome/Perfetto trace-event JSON of every case to FILE")->check(hw::refuse_dash_output_name);
   run->add_option("--only", run_args->only, "run only cases whose id contains TEXT");
-  run->add_option("--out", run_args->out, "write the output to FILE instead of stdout");
+  run->add_option("--out", run_args->out, "write the output to FILE instead of stdout")->check(hw::refuse_dash_output_name);
   add_limit_options(run, run_args->max_cases, run_args->max_events);
   run->callback([run_args] {
     // A bad destination is refused before the (possibly long) run.
@@ -436,8 +438,9 @@ void register_all(CLI::App& app) {
   check->add_option("scenarios", *check_args, "scenario YAML files (one that cannot be read is reported and the others still checked)")->required();
   check->add_option("--plot", *check_plot,
                     "write per-table plots (gnuplot PNG + SVG) and CSV tables of measured vs predicted into DIR (an existing "
-                    "directory, or a new one whose parent folder exists)");
-  check->add_option("--junit", ci->junit, "also write a JUnit XML report to FILE (one test case per measured point)");
+                    "directory, or a new one whose parent folder exists)")
+      ->check(hw::refuse_dash_output_name);
+  check->add_option("--junit", ci->junit, "also write a JUnit XML report to FILE (one test case per measured point)")->check(hw::refuse_dash_output_name);
   check->add_option("--baseline", ci->baseline,
                     "compare every prediction with a stored run (OLD.json: `run --format json` output, or --save-predictions'); "
                     "exit 2 when any moved by more than --threshold-pct");
@@ -445,7 +448,7 @@ void register_all(CLI::App& app) {
       ->check(CLI::Range(0.0, 1e6))
       ->check(CLI::Validator([](std::string& v) { return std::isfinite(std::strtod(v.c_str(), nullptr)) ? std::string() : "expected a finite number, got " + v; }, "FINITE"))
       ->capture_default_str();
-  check->add_option("--save-predictions", ci->save, "write every case's prediction to FILE (a baseline for a later --baseline)");
+  check->add_option("--save-predictions", ci->save, "write every case's prediction to FILE (a baseline for a later --baseline)")->check(hw::refuse_dash_output_name);
   add_limit_options(check, ci->max_cases, ci->max_events);
   check->callback([check, check_args, check_plot, ci] {
     // An empty --plot is a mistake (e.g. an unset shell variable), not "no plots": refused, not ignored.
@@ -726,8 +729,17 @@ void register_all(CLI::App& app) {
                   "hardware YAML (default: hw/mi355x-8gpu.yaml in the current folder, else in the checkout this binary "
                   "was built from)");
   bec->add_option("--wire", be->wire, "bf16 (SDMA gather) or fp8 (LSA pull gather)")->check(CLI::IsMember({"bf16", "fp8"}));
-  bec->add_option("-n,--n", be->n, "N (columns of C)");
-  bec->add_option("-k,--k", be->k, "K");
+  // A number past 2^63 was clamped by the parser and the error showed 9223372036854775807, not what
+  // was typed (trial 3): checked as text first.
+  const auto dimension_text = [](const std::string& t) -> std::string {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc::result_out_of_range && end == t.data() + t.size())
+      return fmt::format("must be a positive multiple of 8, at most 2^31 = 2147483648, got {}", t);
+    return {};
+  };
+  bec->add_option("-n,--n", be->n, "N (columns of C)")->check(dimension_text);
+  bec->add_option("-k,--k", be->k, "K")->check(dimension_text);
   bec->add_option("--world-size", be->ws, "ranks");
   bec->add_option("--quant", be->quant, "blockscale, ptpc or mxfp8");
   // Both ends of every padding step up to max_m are simulated (3 paths each), and each simulation
@@ -803,7 +815,7 @@ void register_all(CLI::App& app) {
   auto sw = std::make_shared<SweepArgs>();
   auto* swc = app.add_subcommand("sweep", "run every case of a scenario, streaming rows to a file (resumable; split over MPI ranks under mpirun)");
   swc->add_option("scenario", sw->scenario, "scenario YAML file")->required();
-  swc->add_option("--out", sw->out, "output file (rows written in case order as they finish)")->required();
+  swc->add_option("--out", sw->out, "output file (rows written in case order as they finish)")->required()->check(hw::refuse_dash_output_name);
   swc->add_option("--format", sw->format, "jsonl (a case's JSON per line) or csv (run's CSV)")->check(CLI::IsMember({"jsonl", "csv"}));
   swc->add_flag("--resume", sw->resume, "keep the complete rows of --out (checked against the cases: ids, parameters, the first and last rows run again) and run the rest");
   swc->add_flag("--no-progress", sw->no_progress, "no progress line on stderr");
@@ -836,7 +848,7 @@ void register_all(CLI::App& app) {
     std::string hw = "hw/mi355x-8gpu.yaml", model = "gemm_ar", m = "1024:32768", m_key = "m", baseline = "mode=rccl", fixed, format = "table", out, plot,
                 from_trace;
     std::vector<std::string> shapes, values, knobs;
-    int64_t exhaustive_limit = 4096, max_shapes = 64;
+    int64_t exhaustive_limit = 4096, max_shapes = 64, max_evaluations = scenario::TuneOptions::kDefaultMaxTuneEvaluations;
     int restarts = 4;
     unsigned seed = 1;
   };
@@ -858,10 +870,13 @@ void register_all(CLI::App& app) {
   tc->add_option("--fix", ta->fixed, "hold parameters for every setting, KEY=VALUE,...");
   tc->add_option("--exhaustive-limit", ta->exhaustive_limit, "search exhaustively up to this many settings (default 4096)");
   tc->add_option("--restarts", ta->restarts, "coordinate descent: random starts besides the defaults (default 4)");
+  tc->add_option("--max-evaluations", ta->max_evaluations, "refuse a search whose worst case takes more than N model evaluations in all (default 2000000)")
+      ->check(CLI::Range(int64_t(1), int64_t(1000000000000)));
   tc->add_option("--seed", ta->seed, "coordinate descent: seed of the random starts (default 1)");
   tc->add_option("--format", ta->format, "table, json or yaml (a scenario to feed back to fusesim run)")->check(CLI::IsMember({"table", "json", "yaml"}));
-  tc->add_option("--out", ta->out, "write the output to FILE instead of stdout");
-  tc->add_option("--plot", ta->plot, "write per shape the best setting's and the baseline's predicted time vs M with the 95% band (gnuplot) into DIR");
+  tc->add_option("--out", ta->out, "write the output to FILE instead of stdout")->check(hw::refuse_dash_output_name);
+  tc->add_option("--plot", ta->plot, "write per shape the best setting's and the baseline's predicted time vs M with the 95% band (gnuplot) into DIR")
+      ->check(hw::refuse_dash_output_name);
   tc->callback([tc, ta] {
     namespace fs = std::filesystem;
     if (tc->count("--hw") == 0 && !fs::exists(ta->hw)) ta->hw = std::string(FUSESIM_SOURCE_DIR) + "/" + ta->hw;
@@ -907,6 +922,7 @@ void register_all(CLI::App& app) {
     o.m_key = ta->m_key;
     o.exhaustive_limit = ta->exhaustive_limit;
     o.restarts = ta->restarts;
+    o.max_evaluations = ta->max_evaluations;
     o.seed = ta->seed;
     nlohmann::json res;
     std::string summary;  // what the trace gave (--from-trace)

@@ -289,6 +289,22 @@ nlohmann::json tune_trace_shapes(const TracePairs& t, const models::ModelSpec& s
   if (opt.shapes.size() > 1)
     throw std::invalid_argument("--from-trace: give at most one --shape (the parameters under every shape of the trace, e.g. quant=blockscale)");
   const nlohmann::json base = opt.shapes.empty() ? nlohmann::json::object() : opt.shapes[0];
+  // --max-evaluations bounds the whole call: every shape of the trace, each at its own M (each
+  // scenario::tune below checks only its own shape). A knob option tune refuses is left to it.
+  if (spec.schema) {
+    std::vector<scenario::Knob> knobs;
+    try {
+      knobs = scenario::knob_space(*spec.schema, opt);
+    } catch (const std::invalid_argument&) {
+    }
+    std::string how;
+    const double worst = knobs.empty() ? 0 : scenario::tune_evaluation_bound(knobs, t.shapes.size(), 1, opt, &how);
+    if (worst > double(opt.max_evaluations))
+      throw std::invalid_argument(fmt::format("--from-trace {}: tuning its {} shapes may take up to {:.0f} model evaluations ({:.0f} a shape: {}), more "
+                                              "than --max-evaluations {}; narrow it (--knobs, --values, --fix, a smaller --exhaustive-limit or "
+                                              "--restarts) or raise --max-evaluations",
+                                              t.path, t.shapes.size(), worst, worst / double(t.shapes.size()), how, opt.max_evaluations));
+  }
   nlohmann::json result, refused = nlohmann::json::array();
   for (const auto& s : t.shapes) {
     nlohmann::json shape = base;

@@ -3,6 +3,7 @@
 #include "models/model.hpp"
 #include "hw/numbers.hpp"
 
+#include "hw/csv_cell.hpp"
 #include "hw/printable.hpp"
 
 #include <algorithm>
@@ -310,9 +311,7 @@ double median(std::vector<double> v) {
 }
 
 std::string csv_quoted(std::string t) {
-  t = hw::printable(t);  // ids and sources are free text from scenario files: no ESC or newline reaches a terminal
-  for (size_t pos = 0; (pos = t.find('"', pos)) != std::string::npos; pos += 2) t.insert(pos, 1, '"');
-  return "\"" + t + "\"";
+  return hw::csv_cell(t);  // escaped, a formula lead ('=', '+', '-', '@') neutralised with a "'", quoted
 }
 
 // ---- the registry -------------------------------------------------------------------------

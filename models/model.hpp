@@ -164,8 +164,9 @@ struct CheckExtras {
   std::string failure_text;       ///< "N <this>" in the closing line over every file
 };
 
-/// A CSV text field with RFC 4180 quoting: in quotes, a quote inside doubled; control characters and
-/// invalid UTF-8 written as escapes first (hw::printable: `\n`, `\x1b`), so a field is one line.
+/// A CSV text field: hw::csv_cell (control characters and invalid UTF-8 written as escapes, so a
+/// field is one line; a field beginning with '=', '+', '-', '@', tab or CR prefixed with "'", so a
+/// spreadsheet does not evaluate it; RFC 4180 quoting).
 std::string csv_quoted(std::string text);
 
 /// A CSV column a model adds: its name and its cell for a case ("" where the case has none).

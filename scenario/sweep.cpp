@@ -19,6 +19,8 @@
 #include <sstream>
 #include <tuple>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -339,6 +341,35 @@ std::string duration_text(double s) {
   return t >= 60 ? fmt::format("{}m{:02d}s", t / 60, t % 60) : fmt::format("{}s", t);
 }
 
+/// An exclusive lock on the sweep's output for the whole sweep (trial 3: two `sweep --resume` on one
+/// file at once both kept the same rows and appended the rest, ~1000 rows for 560 cases, exit 0).
+/// flock(LOCK_EX | LOCK_NB) on the output itself (opened without truncating; created when absent),
+/// taken before the file is read, cut or truncated: a second sweep on the same file fails at once.
+/// The output is the lock, so no lock file is left behind; the kernel drops the lock when the
+/// process ends, killed or not. A file system without flock (ENOLCK, EOPNOTSUPP) runs unlocked.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw std::invalid_argument(fmt::format("--out: cannot open '{}' for writing: {}", path, std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+      ::close(fd_);
+      fd_ = -1;
+      throw std::invalid_argument(fmt::format("--out: another sweep is writing '{}' (it holds the file's lock); wait for it to end or "
+                                              "choose another --out",
+                                              path));
+    }
+  }
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+  ~OutputLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 #ifdef FUSESIM_HAVE_MPI
 constexpr int kTagRow = 1;
 
@@ -473,6 +504,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
   // Rank 0 checks and opens the output; the others learn where to start (-1: rank 0 failed).
   int64_t start = 0;
   std::ofstream out;
+  std::optional<OutputLock> lock;  // held until the sweep returns
   std::string setup_error;
   if (rep.rank == 0) {
     try {
@@ -482,6 +514,7 @@ SweepReport sweep(const models::Scenario& sc, const hw::Hardware& hw, const Swee
       // open(), and /dev/null (accepted before, unlike run --out) cannot be resumed, cut or checked.
       // One rule for every command's outputs: hw::check_output_files.
       hw::check_output_files({{opt.out, "", "--out"}});
+      lock.emplace(opt.out);  // before the file is read (--resume), cut or truncated
       if (opt.resume && std::filesystem::exists(opt.out, ec0))
         hw::check_input_file(opt.out, "sweep output to resume (rows of an earlier sweep)", hw::kMaxResumeFileBytes, "--out with --resume");
       if (opt.resume) std::tie(start, keep) = resumable_rows(sc, hw, opt.out, opt.format);

@@ -83,7 +83,9 @@ bool launched_under_mpi();
  * Run every case of `sc` and write its row to opt.out in case order, streaming (each row flushed
  * as soon as every earlier row is written). Under mpirun (with the MPI build), the cases are split
  * among the ranks by split_by_cost and rank 0 writes; without mpirun the same binary runs them all
- * in one process. Memory does not grow with the case count: cases are made from their index
+ * in one process. Rank 0 holds an exclusive flock on opt.out for the whole sweep (taken before the
+ * file is read, cut or truncated); another sweep holding it is std::invalid_argument "--out:
+ * another sweep is writing 'FILE'". Memory does not grow with the case count: cases are made from their index
  * (Scenario::case_at; load the scenario with LoadOptions::expand false), the owners computed case
  * by case (CostSplit, CaseCosts). --resume keeps the complete rows of opt.out (a partial last line
  * is cut; the file is read line by line) after checking that each is the row of the case at its

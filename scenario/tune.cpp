@@ -67,7 +67,11 @@ struct Eval {
 /// Runs settings of one shape through the model, each once (memoised by its text).
 class Evaluator {
  public:
-  Evaluator(const models::ModelSpec& spec, const hw::Hardware& hw, json base) : spec_(spec), hw_(hw), base_(std::move(base)) {
+  /// `max_entries`: the most settings cached (tune checked the worst case against it before it
+  /// started; past it is an error, never unbounded memory). `keep_params`: keep the params each
+  /// setting's result reports (the threshold's padding step), otherwise dropped to keep the cache small.
+  Evaluator(const models::ModelSpec& spec, const hw::Hardware& hw, json base, int64_t max_entries, bool keep_params = false)
+      : spec_(spec), hw_(hw), base_(std::move(base)), max_entries_(max_entries), keep_params_(keep_params) {
     if (hw.calibration() && hw.calibration()->residual_rms_pct > 0) s_ = 1.96 * hw.calibration()->residual_rms_pct / 100.0;
   }
   /// The model's result for base + setting (the setting's keys replace the base's).
@@ -77,6 +81,8 @@ class Evaluator {
     const std::string key = p.dump();
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    if (int64_t(cache_.size()) >= max_entries_)
+      throw std::runtime_error(fmt::format("tune: more than {} settings evaluated at one shape and M (--max-evaluations)", max_entries_));
     Eval e;
     try {
       YAML::Node y(YAML::NodeType::Map);
@@ -84,7 +90,7 @@ class Evaluator {
       const json res = spec_.run(hw_, y, nullptr);
       e.ok = true;
       e.us = res["predicted_us"].get<double>();
-      e.params = res.value("params", json::object());
+      if (keep_params_) e.params = res.value("params", json::object());
       if (s_ > 0) {
         json out;
         if (spec_.interval) spec_.interval(res, s_, out);
@@ -115,6 +121,8 @@ class Evaluator {
   const hw::Hardware& hw_;
   json base_;
   double s_ = 0;
+  int64_t max_entries_;
+  bool keep_params_;
   std::map<std::string, Eval> cache_;
   int64_t feasible_ = 0;
 };
@@ -194,6 +202,23 @@ std::vector<Knob> knob_space(const models::CaseSchema& schema, const TuneOptions
   return out;
 }
 
+double tune_evaluation_bound(const std::vector<Knob>& knobs, size_t shapes, size_t ms, const TuneOptions& opt, std::string* how) {
+  double space = 1, values = 0;
+  for (const auto& k : knobs) space *= double(k.values.size()), values += double(k.values.size());
+  const bool exhaustive = space <= double(opt.exhaustive_limit);
+  const double descent = double(opt.restarts + 1) * (1 + kTuneMaxPasses * values);
+  const double per_m = (exhaustive ? space : std::min(space, descent)) + 1;  // + the baseline
+  if (how) {
+    if (exhaustive)
+      *how = fmt::format("exhaustive over the {:.0f} settings of the space (at most --exhaustive-limit {})", space, opt.exhaustive_limit);
+    else
+      *how = fmt::format("coordinate descent: (--restarts {} + 1) starts x up to {} passes over the knobs' {:.0f} values, at most the space's {:.0f} "
+                         "settings",
+                         opt.restarts, kTuneMaxPasses, values, space);
+  }
+  return std::min(double(shapes) * double(ms) * per_m, 9e18);
+}
+
 json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::string& hw_path, const TuneOptions& opt) {
   if (!spec.schema) throw std::invalid_argument(fmt::format("the {} model declares no case schema: nothing to tune", spec.name));
   if (opt.ms.empty()) throw std::invalid_argument("tune: no M given");
@@ -210,6 +235,22 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
   if (knobs.empty()) throw std::invalid_argument(fmt::format("the {} model has no knob left to search (all fixed or restricted away)", spec.name));
   int64_t space = 1;
   for (const auto& k : knobs) space = space > (int64_t(1) << 40) ? space : space * int64_t(k.values.size());
+  // Bounded total work (trial 3: --exhaustive-limit 10^6 took 80 CPU-s and 394 MB for one M, and
+  // --m accepts 64 values; --restarts 10^4 cached every setting it met): the worst case of the whole
+  // search, counted before it starts, against --max-evaluations.
+  if (opt.max_evaluations < 1)
+    throw std::invalid_argument(fmt::format("--max-evaluations: {} is not a count (expected 1 or more)", opt.max_evaluations));
+  {
+    std::string how;
+    const double worst = tune_evaluation_bound(knobs, opt.shapes.size(), opt.ms.size(), opt, &how);
+    if (worst > double(opt.max_evaluations))
+      throw std::invalid_argument(fmt::format(
+          "tune: this search may take up to {:.0f} model evaluations ({} shape{} x {} value{} of --m x {:.0f} each: {}), more than "
+          "--max-evaluations {}; narrow it (fewer --m values or shapes, --knobs, --values, --fix, a smaller --exhaustive-limit or "
+          "--restarts) or raise --max-evaluations",
+          worst, opt.shapes.size(), opt.shapes.size() == 1 ? "" : "s", opt.ms.size(), opt.ms.size() == 1 ? "" : "s",
+          worst / double(opt.shapes.size()) / double(opt.ms.size()), how, opt.max_evaluations));
+  }
   const bool exhaustive = space <= opt.exhaustive_limit;
   json knobs_json = json::array();
   for (const auto& k : knobs) knobs_json.push_back({{"key", k.key}, {"values", k.values}, {"default", k.fallback}});
@@ -239,7 +280,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
     for (const int64_t m : opt.ms) {
       json base = shape;  // the fixed parameters are part of every setting, not of the baseline
       base[opt.m_key] = m;
-      Evaluator ev(spec, hw, base);
+      Evaluator ev(spec, hw, base, opt.max_evaluations);
       // The baseline: the shape with the baseline's parameters, the other knobs at their defaults.
       const Eval& b = ev.at(opt.baseline);
       if (!b.ok) throw std::invalid_argument(fmt::format("the baseline {} at {}={} is refused by the model: {}", opt.baseline.dump(), opt.m_key, m, b.why));
@@ -263,7 +304,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
           if (start > 0)
             for (size_t i = 0; i < knobs.size(); ++i) idx[i] = std::uniform_int_distribution<size_t>(0, knobs[i].values.size() - 1)(rng);
           double cur = time_of(idx);
-          for (int pass = 0; pass < 50; ++pass) {
+          for (int pass = 0; pass < kTuneMaxPasses; ++pass) {
             bool moved = false;
             for (size_t i = 0; i < knobs.size(); ++i) {
               size_t arg = idx[i];
@@ -352,7 +393,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
     } else {
       json base1 = shape;
       base1[opt.m_key] = 1;
-      Evaluator e1(spec, hw, base1);
+      Evaluator e1(spec, hw, base1, opt.max_evaluations, true);
       const Eval& p1 = e1.at(best_settings.front());
       if (!p1.ok || !p1.params.contains("m_padded")) {
         thr["none"] = "the model reports no padding step (params.m_padded at M=1), which the threshold search steps by";
@@ -362,7 +403,7 @@ json tune(const models::ModelSpec& spec, const hw::Hardware& hw, const std::stri
         const auto t = models::break_even_search(step, max_m, 1, [&](int64_t m) {
           json b = shape;
           b[opt.m_key] = m;
-          Evaluator e(spec, hw, b);
+          Evaluator e(spec, hw, b, opt.max_evaluations);
           double fused = std::numeric_limits<double>::infinity();
           for (const auto& s : best_settings) fused = std::min(fused, e.at(s).us);
           const double base_us = e.at(opt.baseline).us;

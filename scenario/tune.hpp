@@ -37,7 +37,21 @@ struct TuneOptions {
   int restarts = 4;                 ///< coordinate descent: random starts besides the defaults
   unsigned seed = 1;                ///< coordinate descent: the random starts' seed (same seed, same result)
   std::string m_key = "m";          ///< the case parameter that is M
+  /// The most model evaluations the whole tune may need in the worst case (tune_evaluation_bound),
+  /// checked before it starts; also the most settings one shape and M keeps in its cache.
+  int64_t max_evaluations = kDefaultMaxTuneEvaluations;
+  static constexpr int64_t kDefaultMaxTuneEvaluations = 2000000;
 };
+
+/// Coordinate descent's passes per start at most (a pass varies every knob once).
+inline constexpr int kTuneMaxPasses = 50;
+
+/// The worst-case model evaluations of tune() over `shapes` shapes x `ms` values of M, with knobs
+/// `knobs` (space size and values each): per shape and M, the whole space when exhaustive (space <=
+/// opt.exhaustive_limit), else at most min(space, (restarts + 1) x (1 + kTuneMaxPasses x the knobs'
+/// values summed)), plus the baseline. `how` (when not null) says where the count comes from, naming
+/// the options. Saturates at about 9e18.
+double tune_evaluation_bound(const std::vector<Knob>& knobs, size_t shapes, size_t ms, const TuneOptions& opt, std::string* how = nullptr);
 
 /**
  * The knobs of `schema` (CaseParam::knob), in declaration order: a Name's choices less its

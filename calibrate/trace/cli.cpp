@@ -1,5 +1,8 @@
 // fusesim trace: `fusesim trace analyze`, `fusesim trace whatif` and `fusesim trace stragglers`.
 #include <algorithm>
+#include <charconv>
+#include <functional>
+#include <limits>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -27,14 +30,25 @@ struct CommonArgs {
   trace::AnalyzeOptions analyze;
 };
 
+/// CLI11 check of a whole number >= 1 that fits `T` (CLI::PositiveNumber had said "Value 0 not in
+/// range 0.000000 to 1797693134862315708..." (309 digits) where the bound is 1: trial 3).
+template <class T>
+std::string whole_number_from_1(const std::string& t) {
+  T v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 1)
+    return fmt::format("expected a whole number >= 1{}, got '{}'", ec == std::errc::result_out_of_range ? fmt::format(" and <= {}", std::numeric_limits<T>::max()) : "", t);
+  return {};
+}
+
 void add_common(CLI::App* cmd, CommonArgs& a) {
   cmd->add_option("PATH", a.path, "Kineto trace: a .json / .json.gz file or a directory of per-rank files")->required();
   cmd->add_option("--format", a.format, "Output: table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   cmd->add_option("--rules", a.rules, "YAML file of category rules tried before the built-in ones (repeatable)")->check(CLI::ExistingFile);
   cmd->add_option("--categories", a.categories, "YAML rule table replacing the built-in calibrate/trace/categories.yaml")->check(CLI::ExistingFile);
   cmd->add_option("--step-regex", a.analyze.step_regex, "CPU annotation names that mark a step (RE2 syntax, full match)")->capture_default_str();
-  cmd->add_option("--decode-max-m", a.analyze.decode_max_m, "Largest GEMM M of a decode step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--min-phase-votes", a.analyze.min_phase_votes, "Without step annotations: fewest GEMMs forming a phase run")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--decode-max-m", a.analyze.decode_max_m, "Largest GEMM M of a decode step")->capture_default_str()->check(whole_number_from_1<int64_t>);
+  cmd->add_option("--min-phase-votes", a.analyze.min_phase_votes, "Without step annotations: fewest GEMMs forming a phase run")->capture_default_str()->check(whole_number_from_1<int>);
   cmd->add_option("--gap-min-us", a.analyze.gap_min_us, "Shortest idle gap counted as a gap (us, finite, 0 .. 1e12)")->capture_default_str()->check(CLI::Validator(
       [](std::string& t) -> std::string {
         // CLI::NonNegativeNumber let "nan" through and "inf" printed a 309-digit bound (issue 22).
@@ -42,7 +56,7 @@ void add_common(CLI::App* cmd, CommonArgs& a) {
         errno = 0;
         const double v = std::strtod(t.c_str(), &end);
         if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 1e12)
-          return "--gap-min-us: expected a number of microseconds in 0 .. 1e12, got '" + t + "'";
+          return "expected a number of microseconds in 0 .. 1e12, got '" + t + "'";  // CLI11 names the option
         return {};
       },
       "US"));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include "calibrate/measurements.hpp"
 #include "calibrate/plot.hpp"
 #include "calibrate/plot_names.hpp"
+#include "hw/csv_cell.hpp"
 #include "hw/hardware.hpp"
 #include "hw/io.hpp"
 #include "hw/json_limits.hpp"
@@ -1524,4 +1526,176 @@ TEST(HostileParsers, AKeyGivenTwiceInAJsonLineIsAnError) {
   const Ran r = sh(kBin + " calibrate fit --hw hw/mi355x-8gpu.yaml --free none --measurements " + qp(d / "dup.jsonl"));
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_TRUE(has(r.out, "dup.jsonl:1: 'm': key 'm' given twice in the same JSON object")) << r.out;
+}
+
+// --- third trial (trial3-report.md) --------------------------------------------------------------
+
+// F8: text cells from input that begin with '=', '+', '-', '@' (a spreadsheet formula) reached the
+// CSVs of run, sweep and check --plot quoted but otherwise as is. Each is written with a "'" in
+// front (hw::csv_cell, the one writer of CSV text cells); numbers stay numbers; sweep --resume of
+// such a CSV compares its kept rows with the same cells and keeps them.
+TEST(TrialThree, CsvTextCellsNeverBeginAFormula) {
+  EXPECT_EQ(hw::csv_cell("=1+1"), "\"'=1+1\"");
+  EXPECT_EQ(hw::csv_cell("@SUM(A1)"), "\"'@SUM(A1)\"");
+  EXPECT_EQ(hw::csv_cell("-2+3"), "\"'-2+3\"");
+  EXPECT_EQ(hw::csv_cell("+x,\"y\""), "\"'+x,\"\"y\"\"\"");
+  EXPECT_EQ(hw::csv_cell("\tx"), "\"\\tx\"");  // escaped first: the cell begins with a backslash
+  EXPECT_EQ(hw::csv_cell("a=b"), "\"a=b\"");
+  EXPECT_EQ(hw::csv_value("-3.5"), "-3.5");  // a number
+  EXPECT_EQ(hw::csv_value("m"), "m");
+  EXPECT_EQ(hw::csv_value("=m"), "\"'=m\"");
+  EXPECT_EQ(hw::csv_value("-inf"), "\"'-inf\"");
+  const fs::path d = fresh_dir();
+  std::ofstream(d / "inj.yaml") << "scenario: \"=HYPERLINK(\\\"http://evil\\\",\\\"x\\\")\"\nhardware: " << kRoot
+      << "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ntolerance_pct: 10\n"
+      << "defaults: {m: 1024, n: 7168, k: 2048, world_size: 8, quant: blockscale}\ncases:\n"
+      << "  - id: \"=cmd|' /C calc'!A0\"\n    params: {mode: fused-sdma}\n"
+      << "    measured: {value_us: 100000, source: \"@SUM(1+1)*cmd|' /C calc'!A0\"}\n"
+      << "  - id: \"+1+2,\\\"x\\\"\\ny\"\n    params: {mode: split-sdma}\n"
+      << "  - id: \"-sw\"\n    params: {mode: split-sdma}\n    sweep: {m: [1024, 2048, 4096]}\n";
+  const std::string sc = qp(d / "inj.yaml");
+  // Every line's text cells: none begins with a formula lead (quoted or not).
+  auto no_formula_cell = [](const std::string& csv) {
+    for (const char* bad : {"\"=", "\"+", "\"-", "\"@", ",=", ",+", ",@", "\n=", "\n+", "\n-", "\n@"})
+      if (has(csv, bad) || csv.rfind(bad + 1, 0) == 0) return false;
+    return true;
+  };
+  Ran r = sh(kBin + " run " + sc + " --format csv");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "\n\"'=cmd|' /C calc'!A0\",")) << r.out;
+  EXPECT_TRUE(has(r.out, "\"'@SUM(1+1)*cmd|' /C calc'!A0\"")) << r.out;
+  EXPECT_TRUE(has(r.out, "\n\"'+1+2,\"\"x\"\"\\ny\",")) << r.out;
+  EXPECT_TRUE(has(r.out, "\n\"'-sw/m=2048\",")) << r.out;
+  EXPECT_TRUE(has(r.out, ",100000.000,-99.")) << r.out;  // the negative error_pct: a number, as it was
+  // sweep --format csv, cut after two rows and resumed: the kept rows match, the file is whole.
+  r = sh(kBin + " sweep " + sc + " --format csv --no-progress --out " + qp(d / "full.csv"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string full = read_all(d / "full.csv");
+  EXPECT_TRUE(no_formula_cell(full.substr(full.find('\n')))) << full;
+  EXPECT_TRUE(has(full, "\"'=cmd|' /C calc'!A0\"")) << full;
+  size_t cut = 0;
+  for (int i = 0; i < 3; ++i) cut = full.find('\n', cut) + 1;  // the header and two rows
+  std::ofstream(d / "part.csv", std::ios::binary) << full.substr(0, cut + 5);  // and a partial third
+  r = sh(kBin + " sweep " + sc + " --format csv --no-progress --resume --out " + qp(d / "part.csv"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "2 kept from --out")) << r.out;
+  EXPECT_EQ(read_all(d / "part.csv"), full);
+  // check --plot's CSV tables.
+  r = sh(kBin + " check " + sc + " --plot " + qp(d / "plots"));
+  int csvs = 0;
+  for (const auto& e : fs::directory_iterator(d / "plots"))
+    if (e.path().extension() == ".csv") {
+      ++csvs;
+      const std::string t = read_all(e.path());
+      EXPECT_TRUE(no_formula_cell(t.substr(t.find('\n')))) << e.path() << ":\n" << t;
+    }
+  EXPECT_GT(csvs, 0) << r.out;
+}
+
+// F7: two `sweep --resume` on one output at once both kept the same rows and appended the rest
+// (about 1000 rows for 560 cases, both exit 0). A sweep holds an exclusive lock on its output for
+// the whole run; a second one on the same file fails at once, naming it, and leaves it as it was.
+TEST(TrialThree, ASecondSweepOnALockedOutputFailsAtOnce) {
+  const fs::path d = fresh_dir();
+  const fs::path out = d / "rows.jsonl";
+  Ran r = sh(kBin + " sweep scenarios/h200x2-probes.yaml --no-progress --out " + qp(out));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string full = read_all(out);
+  std::ofstream(out, std::ios::binary | std::ios::trunc) << full.substr(0, full.find('\n') + 1);  // one row kept
+  const std::string kept = read_all(out);
+  const int fd = ::open(out.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // as another sweep holds it
+  for (const char* resume : {" --resume", ""}) {
+    r = sh_bounded(kBin + " sweep scenarios/h200x2-probes.yaml --no-progress --out " + qp(out) + resume);
+    EXPECT_EQ(r.rc, 1) << resume << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "another sweep is writing '" + out.string() + "'")) << r.out;
+    EXPECT_LT(r.seconds, 5) << r.out;
+    EXPECT_EQ(read_all(out), kept) << resume;  // not cut, not truncated, nothing appended
+  }
+  ::close(fd);
+  r = sh(kBin + " sweep scenarios/h200x2-probes.yaml --no-progress --resume --out " + qp(out));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_all(out), full);
+  EXPECT_EQ(files_under(d), (std::vector<std::string>{"rows.jsonl"}));  // no lock file left beside it
+}
+
+// F5: tune's options, each within its range, multiplied to hours (--exhaustive-limit 10^6 took
+// 80 CPU-s and 394 MB for one M, and --m takes 64 values). The worst case of the whole search is
+// counted before it starts and refused over --max-evaluations (default 2*10^6), naming the options.
+TEST(TrialThree, TuneRefusesASearchOverItsEvaluationBoundBeforeStarting) {
+  const std::string shape = " tune --shape n=7168,k=2048,world_size=8,quant=blockscale";
+  const std::string knobs = " --knobs mode,chunks,tile_order,gather_dtype,gather_transport,pull_blocks,fuse_quantize,fuse_reduce_push,gather_bands";
+  Ran r = sh_bounded(kBin + shape + " --m 1024:8192 --exhaustive-limit 1000000" + knobs);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_LT(r.seconds, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "may take up to 2359300 model evaluations (1 shape x 4 values of --m x 589825 each: exhaustive over the 589824 "
+                         "settings of the space (at most --exhaustive-limit 1000000)), more than --max-evaluations 2000000"))
+      << r.out;
+  r = sh_bounded(kBin + shape + " --m 1024:32768 --restarts 10000");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_LT(r.seconds, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "coordinate descent: (--restarts 10000 + 1) starts") && has(r.out, "raise --max-evaluations")) << r.out;
+  // Two shapes count twice; --max-evaluations lowers (or raises) the bound.
+  r = sh_bounded(kBin + shape + " --shape n=4096,k=4096,world_size=8,quant=blockscale --m 1024 --knobs chunks --max-evaluations 20");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "up to 26 model evaluations (2 shapes x 1 value of --m x 13 each")) << r.out;
+  r = sh_bounded(kBin + shape + " --m 1024 --knobs chunks --max-evaluations 13");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "search exhaustive over 12 settings")) << r.out;
+  EXPECT_NE(sh_bounded(kBin + shape + " --m 1024 --max-evaluations 0").rc, 0);
+  // README's example still runs.
+  r = sh(kBin + shape + " --m 1024:32768 --baseline mode=rccl");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "serving threshold")) << r.out;
+}
+
+// F13 b-d: an output name beginning with '-' (`run --out -` wrote a file '-', `--out -h` a file
+// '-h', `check --plot --` a folder '--') is refused, suggesting ./NAME; breakeven -n past 2^63
+// echoes what was typed, not the clamped 9223372036854775807; trace's --decode-max-m says its real
+// bound without a 309-digit number, and --gap-min-us names the option once.
+TEST(TrialThree, DashOutputNamesAndOptionMessages) {
+  const fs::path d = fresh_dir();
+  const std::string sc = kRoot + "/scenarios/h200x2-probes.yaml";
+  const std::string cd = "cd " + qp(d) + " && timeout 20 " + kBin;
+  const std::vector<std::pair<std::string, std::string>> cmds = {
+      {" run " + sc + " --out -", "-"},
+      {" run " + sc + " --out -h", "-h"},
+      {" run " + sc + " --trace -t", "-t"},
+      {" sweep " + sc + " --out -", "-"},
+      {" check " + sc + " --plot --", "--"},
+      {" check " + sc + " --junit -j", "-j"},
+      {" check " + sc + " --save-predictions -s", "-s"},
+      {" tune --shape n=7168,k=2048,world_size=8,quant=blockscale --m 1024 --knobs chunks --out -o", "-o"},
+      {" tune --shape n=7168,k=2048,world_size=8,quant=blockscale --m 1024 --knobs chunks --plot -p", "-p"},
+      {" calibrate fit --hw " + kRoot + "/hw/h200-2gpu.yaml --measurements " + sc + " --out -", "-"},
+      {" calibrate fit --hw " + kRoot + "/hw/h200-2gpu.yaml --measurements " + sc + " --report -r", "-r"},
+      {" calibrate fit --hw " + kRoot + "/hw/h200-2gpu.yaml --measurements " + sc + " --plot -p", "-p"},
+  };
+  for (const auto& [cmd, name] : cmds) {
+    const Ran r = sh(cd + cmd);
+    EXPECT_NE(r.rc, 0) << cmd << ": " << r.out;
+    EXPECT_TRUE(has(r.out, "'" + name + "' begins with '-'") && has(r.out, "write ./" + name + " for a file")) << cmd << ": " << r.out;
+  }
+  EXPECT_EQ(files_under(d), std::vector<std::string>{});  // no file or folder named '-...' was made
+  EXPECT_TRUE(fs::is_empty(d));
+  // ./-name is the way to such a name.
+  Ran r = sh(cd + " run " + sc + " --out ./-");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(fs::exists(d / "-"));
+  r = sh_bounded(kBin + " breakeven -n 99999999999999999999");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "got 99999999999999999999")) << r.out;
+  EXPECT_FALSE(has(r.out, "9223372036854775807")) << r.out;
+  const std::string trace = " trace whatif calibrate/trace/examples/tiny_prefill_synthetic.json";
+  r = sh_bounded(kBin + trace + " --decode-max-m 0");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "--decode-max-m: expected a whole number >= 1, got '0'")) << r.out;
+  EXPECT_LT(r.out.size(), 300u) << r.out;
+  r = sh_bounded(kBin + trace + " --min-phase-votes 0");
+  EXPECT_TRUE(has(r.out, "--min-phase-votes: expected a whole number >= 1, got '0'")) << r.out;
+  r = sh_bounded(kBin + trace + " --gap-min-us nan");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "--gap-min-us: expected a number of microseconds")) << r.out;
+  EXPECT_FALSE(has(r.out, "--gap-min-us: --gap-min-us")) << r.out;
 }
