@@ -158,7 +158,61 @@ def probe_plan():
                   " ".join(f"{v:5.2f}" for v in vals) + flag)
 
 
+
+def probe_results(d):
+    """Run 14's records (device_run_r7a.sh files in d): each beside point against every hypothesis, with the kernels
+    ncu read and the alone times measured in the same call (compute neighbour: no HBM stretch)."""
+    import csv, io
+    M = E.Machine("hw/h100-1gpu.yaml")
+    txt = "".join(l for l in open(os.path.join(d, "ncu.csv")) if l.startswith('"'))
+    ks = {}
+    for r in csv.DictReader(io.StringIO(txt)):
+        if "nvjet" in r["Kernel Name"]:
+            ks.setdefault(int(r["ID"]), {"name": r["Kernel Name"], "grid": r["Grid Size"]})[r["Metric Name"]] = r["Metric Value"]
+    ids = sorted(ks)
+    assert len(ids) == 2 * len(PROBE_SHAPES), len(ids)
+    num = lambda v: float(v.replace(",", ""))
+    kern = {}
+    for sh, i in zip(PROBE_SHAPES, ids[1::2]):
+        k = ks[i]
+        g = [int(x) for x in re.findall(r"\d+", k["grid"])]
+        kern[sh] = dict(kernel=k["name"], grid=g[0] * g[1] * g[2], cluster=max(1, int(num(k["Cluster Size"]))),  # ncu says 0 for no cluster
+                        regs=int(num(k["Registers Per Thread"])), smem=int(num(k["Dynamic Shared Memory Per Block"]) +
+                                                                          num(k["Static Shared Memory Per Block"])))
+    alone = {}
+    for l in open(os.path.join(d, "alone.jsonl")):
+        r = json.loads(l)
+        if r["measure"] == "gemm_alone" and r["sm_target"] == 0: alone[(r["m"], r["n"], r["k"])] = r["time_us"]
+    names = list(HYPOTHESES)
+    errs = {n: [] for n in names}
+    print(f"{'shape':16s} {'kernel':34s} {'B':>2s} tiles(pad)  S   L rem | meas | " + " ".join(n.split()[0].rjust(5) for n in names)
+          + " | err% " + " ".join(n.split()[0].rjust(6) for n in names))
+    for l in open(os.path.join(d, "beside.jsonl")):
+        r = json.loads(l)
+        if r["measure"] != "gemm_beside": continue
+        sh = (r["m"], r["n"], r["k"]); k = kern[sh]
+        p = case(sh, k["kernel"], r["blocks"], alone_us=alone[sh], grid=k["grid"], cluster=k["cluster"], regs=k["regs"], smem=k["smem"])
+        # --recorded-placement (post hoc): the neighbour's SMs as its %smid record beside this GEMM, not the dispatch rule
+        held = sorted(set(int(x) for x in r["smids"])) if "--recorded-placement" in sys.argv else None
+        base = E.beside(M, p, rule="none", held_override=held)
+        unit = base["tile_us"]
+        vals = []
+        for n in names:
+            pad, rule = HYPOTHESES[n]
+            v = E.beside(M, p, rule=rule, cdims=cdims_of(k["kernel"]) if pad else None, held_override=held)["pred_us"]
+            vals.append(v); errs[n].append(100 * (v - r["time_us"]) / r["time_us"])
+        rp = E.beside(M, p, rule="none", cdims=cdims_of(k["kernel"]), held_override=held)
+        rem = (rp["tiles"] - rp["L"]) % rp["S"] if rp["S"] else -1
+        print(f"{sh[0]}x{sh[1]}x{sh[2]:<5d} {k['kernel'][15:49]:34s} {r['blocks']:2d} {base['tiles']:4d}({rp['tiles']:4d}) {rp['S']:4d} {rp['L']:3d} {rem:3d} | "
+              f"{r['time_us'] / unit:4.2f} | " + " ".join(f"{v / unit:5.2f}" for v in vals) + " | " +
+              " ".join(f"{100 * (v - r['time_us']) / r['time_us']:+6.1f}" for v in vals))
+    for n in names:
+        md, mx, miss = stats(errs[n])
+        print(f"{n:42s} n={len(errs[n])} median {md:.2f}% max {mx:.2f}% over 12%: {miss}")
+
+
 if __name__ == "__main__":
     if "--hyp" in sys.argv: posthoc_rounds()
     elif "--probe-plan" in sys.argv: probe_plan()
+    elif "--probe" in sys.argv: probe_results(sys.argv[sys.argv.index("--probe") + 1])
     else: main_table()

@@ -188,7 +188,7 @@ def can_share(nb_threads, nb_regs, g_threads, g_regs, g_smem, nb_smem=0):
             and nb_smem + g_smem <= 233472)
 
 
-def beside(M, p, rule="whole_wave", cdims=None):
+def beside(M, p, rule="whole_wave", cdims=None, held_override=None):
     """models::gemm_beside for one scenario case's params p. Returns a dict of the model's quantities.
     cdims = (cM, cN): the cluster's shape in tiles (nvjet's AxB: A along ceil(n / tile_m), B along ceil(m / tile_n));
     given, the tile grid is rounded up to whole clusters (the scheduler's padded tiles); None: the engine's count."""
@@ -208,7 +208,7 @@ def beside(M, p, rule="whole_wave", cdims=None):
     held = []
     if not can_share(p["neighbour_threads"], p["neighbour_regs"], p["gemm_threads"], p["gemm_regs"], p["gemm_smem_bytes"],
                      p.get("neighbour_smem_bytes", 0)):
-        held = dispatch_placement(M.map, p["blocks"])
+        held = dispatch_placement(M.map, p["blocks"]) if held_override is None else list(held_override)
     ctx = dict(tiles=tiles, grid=grid, cluster=cluster, rounds=rounds, held=held, map=M.map)
     t_alone, s_alone, _, _ = run_persistent(M.map, tiles, grid, cluster, [], tt, rule="none")
     scale = alone / t_alone
