@@ -223,6 +223,25 @@ std::vector<int> dispatch_placement(const SmMap& map, int blocks) {
   return out;
 }
 
+ClusterTileGrid pad_to_clusters(int64_t tiles_m, int64_t tiles_n, int cluster_m, int cluster_n) {
+  if (tiles_m < 1 || tiles_n < 1 || cluster_m < 1 || cluster_n < 1)
+    throw std::invalid_argument("pad_to_clusters: the tile grid (" + std::to_string(tiles_m) + " x " + std::to_string(tiles_n) +
+                                ") and the cluster (" + std::to_string(cluster_m) + " x " + std::to_string(cluster_n) +
+                                ") must be >= 1 along each dimension");
+  constexpr int64_t kMax = int64_t(1) << 30;
+  if (tiles_m > kMax || tiles_n > kMax)
+    throw std::invalid_argument("pad_to_clusters: a tile grid side over 2^30");
+  ClusterTileGrid g;
+  g.tiles_m = tiles_m;
+  g.tiles_n = tiles_n;
+  g.cluster_m = cluster_m;
+  g.cluster_n = cluster_n;
+  g.padded_m = (tiles_m + cluster_m - 1) / cluster_m * cluster_m;
+  g.padded_n = (tiles_n + cluster_n - 1) / cluster_n * cluster_n;
+  if (g.padded_m > kMax / g.padded_n) throw std::invalid_argument("pad_to_clusters: more than 2^30 tiles");
+  return g;
+}
+
 int cluster_slots(const SmMap& map, const std::vector<int>& held, int cluster) {
   if (cluster < 1) throw std::invalid_argument("cluster_slots: cluster must be >= 1");
   std::vector<int> free(map.gpcs(), 0);

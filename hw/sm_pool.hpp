@@ -7,6 +7,7 @@
 // calibrate/data/h200/README.md.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -160,6 +161,27 @@ class GpcPool {
 };
 
 /**
+ * A persistent GEMM's tile grid as its scheduler hands it out (issue 19, calibrate/data/h100/README.md
+ * "Round 6 analysis" finding 1 and run 14): cuBLASLt's nvjet kernels with a cluster of cluster_m x
+ * cluster_n tiles (the kernel name's `AxB`: A along the tiles_m = ceil(n / tile_m) dimension, B along
+ * tiles_n = ceil(m / tile_n)) round the tile grid up to whole clusters along each dimension, and a
+ * padded tile costs a full tile time (its CTA runs the main loop; only its stores are predicated).
+ * 2688x4608x8192 in 256x128 tiles with a 1x2 cluster: 18 x 21 -> 18 x 22 = 396 tiles, 198 cluster
+ * units, where the unpadded 378 missed every beside point by one tile time (rounds 6 and 14). A
+ * POST HOC mechanism: found on measured values, not pre-registered. Errors: std::invalid_argument for
+ * a dimension or cluster side < 1, or a padded grid of more than 2^30 tiles.
+ */
+struct ClusterTileGrid {
+  int64_t tiles_m = 0, tiles_n = 0;    ///< the real tile grid
+  int64_t padded_m = 0, padded_n = 0;  ///< rounded up to whole clusters
+  int cluster_m = 1, cluster_n = 1;
+  int64_t real_tiles() const { return tiles_m * tiles_n; }
+  int64_t tiles() const { return padded_m * padded_n; }  ///< the tiles the scheduler hands out
+  int64_t units() const { return tiles() / (int64_t(cluster_m) * cluster_n); }  ///< whole clusters of tiles
+};
+ClusterTileGrid pad_to_clusters(int64_t tiles_m, int64_t tiles_n, int cluster_m, int cluster_n);
+
+/**
  * A persistent GEMM kernel on a GpcPool (cuBLASLt's nvjet kernels): `grid` CTAs in clusters of
  * `cluster` share `tiles` output tiles. A cluster starts when `cluster` SMs of one GPC are free; each
  * CTA runs tiles one after another while more tiles are left than CTAs not yet started (every CTA of the
@@ -196,6 +218,8 @@ class GpcPool {
  * list, not an atomic-counter hand-out (run 9's emulations of both take other counts); that it is a tail
  * effect of the library's dynamic hand-out when every slot asks for its next tile at the same instant is
  * a reading the data allows, not one it shows.
+ * `tiles` is the count the scheduler hands out: for a clustered nvjet kernel the grid padded to whole
+ * clusters (pad_to_clusters above; models/sm_sharing pads when the case gives the cluster's shape).
  * Result via on_done(slots at launch, CTAs that started late, whether the whole-wave wait was charged).
  * Errors: std::invalid_argument for tiles, grid or cluster < 1, or a cluster larger than every GPC.
  */

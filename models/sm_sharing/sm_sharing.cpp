@@ -31,6 +31,12 @@ const CaseSchema& schema() {
        dim("tile_m", "the library kernel's tile along the library's M (our N)"),
        dim("tile_n", "the library kernel's tile along the library's N (our M)"),
        dim("grid", "the GEMM kernel's CTAs"), dim("cluster", "CTAs per cluster"),
+       CaseParam::integer("cluster_m",
+                          "the cluster's tiles along ceil(n / tile_m) (nvjet's AxB: A); with cluster_n, the tile grid is "
+                          "padded to whole clusters (hw::pad_to_clusters)")
+           .at_least(1),
+       CaseParam::integer("cluster_n", "the cluster's tiles along ceil(m / tile_n) (nvjet's AxB: B); cluster_m x cluster_n = cluster")
+           .at_least(1),
        CaseParam::integer("gemm_threads", "threads per GEMM block").otherwise(384).at_least(1),
        CaseParam::integer("gemm_regs", "registers per GEMM thread").otherwise(168).at_least(1),
        CaseParam::number("gemm_smem_bytes", "shared memory per GEMM block (bytes)").otherwise(213188).at_least(0),
@@ -227,9 +233,9 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   const BesideResult r = gemm_beside(m, g, nb, alone, trace);
   const double t = r.beside_s * r.stretch;
   std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
-  return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"tiles", tiles}, {"cta_slots", r.slots_at_launch},
+  return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"cta_slots", r.slots_at_launch},
           {"late_ctas", r.late_ctas}, {"whole_wave_drain", r.whole_wave_drain}, {"hbm_stretch", r.stretch},
-          {"alone_us", alone * 1e6}, {"rule", "round 3 (engine; round 6: the whole-wave drain wait)"},
+          {"alone_us", alone * 1e6}, {"rule", "round 3 (engine; round 6: the whole-wave drain wait; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace
@@ -243,11 +249,36 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   // The GEMM's tiles, each an event of the engine (and of hw::run_tiled's loop): at most kMaxTiles.
   // Counted in int64 (m = n = 2^31 overflowed int) before anything runs: m = 2^31 made 3.6e8 tiles
   // and 200 s of simulation that no event budget stopped.
-  const int64_t tiles64 = ((n + tm - 1) / tm) * ((m + tn - 1) / tn);
-  if (tiles64 > kMaxTiles)
+  const int64_t tiles_m = (n + tm - 1) / tm, tiles_n = (m + tn - 1) / tn;
+  const int64_t real64 = tiles_m * tiles_n;
+  if (real64 > kMaxTiles)
     throw ParamError("m", fmt::format("the GEMM has {} output tiles (ceil(n / tile_m) x ceil(m / tile_n) = ceil({} / {}) x ceil({} / {})), "
-                                      "more than the {} this model simulates", tiles64, n, tm, m, tn, kMaxTiles));
-  const int tiles = int(tiles64);
+                                      "more than the {} this model simulates", real64, n, tm, m, tn, kMaxTiles));
+  // The scheduler's tiles: the grid padded to whole clusters when the case gives the cluster's shape
+  // (hw::pad_to_clusters; a padded tile costs a tile time), else the output tiles.
+  const bool shaped = v.given("cluster_m") || v.given("cluster_n");
+  int64_t tiles64 = real64, units = 0;
+  if (shaped) {
+    if (!v.given("cluster_m") || !v.given("cluster_n"))
+      throw ParamError(v.given("cluster_m") ? "cluster_n" : "cluster_m", "the cluster's shape needs both cluster_m and cluster_n");
+    const int64_t cm = v.integer("cluster_m"), cn = v.integer("cluster_n");
+    if (cm * cn != cluster)
+      throw ParamError("cluster_m", fmt::format("cluster_m x cluster_n = {} x {} = {}, but cluster is {}", cm, cn, cm * cn, cluster));
+    const hw::ClusterTileGrid pg = hw::pad_to_clusters(tiles_m, tiles_n, int(cm), int(cn));
+    tiles64 = pg.tiles();
+    units = pg.units();
+    if (tiles64 > kMaxTiles)
+      throw ParamError("m", fmt::format("the GEMM's tile grid padded to whole {} x {} clusters has {} tiles, more than the {} this "
+                                        "model simulates", cm, cn, tiles64, kMaxTiles));
+  }
+  const int tiles = int(tiles64), real_tiles = int(real64);
+  // Every result reports the output tiles ("tiles") and the tiles the scheduler hands out.
+  auto finish = [&](nlohmann::json j) {
+    j["tiles"] = real_tiles;
+    j["scheduled_tiles"] = tiles;
+    if (shaped) j["cluster_units"] = units;
+    return j;
+  };
   const int rounds = (tiles + grid - 1) / grid;
   auto rate = [&](int running) { return h.tile_rate_at_zero - h.tile_rate_slope * running; };
   if (rate(grid) <= 0) throw ParamError("grid", fmt::format("the tile rate r(grid={}) is not positive", grid));
@@ -284,11 +315,11 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
     std::vector<hw::Span> sp2;
     if (kind != "none") sp2.push_back({"neighbour_" + kind, 0.0, nb_len2 * 1e6, 0, ""});
     sp2.push_back({"gemm", 0.0, t2 * 1e6, 0, ""});
-    return {{"predicted_us", t2 * 1e6}, {"phases", hw::spans_json(sp2)}, {"tiles", tiles}, {"cta_slots", slots},
-            {"waves", waves}, {"hbm_stretch", stretch2}, {"alone_us", alone * 1e6}};
+    return finish({{"predicted_us", t2 * 1e6}, {"phases", hw::spans_json(sp2)}, {"cta_slots", slots},
+                   {"waves", waves}, {"hbm_stretch", stretch2}, {"alone_us", alone * 1e6}});
   }
 
-  if (kind != "none" && !v.given("neighbour_tpcs") && hwf.has_table("sm_map")) return run_round3(hwf, v, trace, tiles, alone);
+  if (kind != "none" && !v.given("neighbour_tpcs") && hwf.has_table("sm_map")) return finish(run_round3(hwf, v, trace, tiles, alone));
 
   sim::Simulation sim;
   sim.set_trace(trace);
@@ -336,12 +367,11 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   }
   const double t = t_end * stretch;
   spans.push_back({"gemm", 0.0, t * 1e6, 0, ""});
-  return {{"predicted_us", t * 1e6},
-          {"phases", hw::spans_json(spans)},
-          {"tiles", tiles},
-          {"cta_slots", slots_at_start},
-          {"hbm_stretch", stretch},
-          {"alone_us", alone * 1e6}};
+  return finish({{"predicted_us", t * 1e6},
+                 {"phases", hw::spans_json(spans)},
+                 {"cta_slots", slots_at_start},
+                 {"hbm_stretch", stretch},
+                 {"alone_us", alone * 1e6}});
 }
 
 const ModelSpec& sm_sharing_spec() {

@@ -47,8 +47,10 @@ struct SmShareMachine {
 };
 SmShareMachine sm_share_machine(const hw::Hardware& hwf);
 
-/// A GEMM kernel on the SM pool: `tiles` output tiles shared by `grid` CTAs in clusters of `cluster`
-/// (a persistent kernel: tiles > grid; a one-tile-per-CTA kernel: tiles = grid), each CTA of `block`.
+/// A GEMM kernel on the SM pool: `tiles` tiles shared by `grid` CTAs in clusters of `cluster` (a
+/// persistent kernel: tiles > grid; a one-tile-per-CTA kernel: tiles = grid), each CTA of `block`.
+/// `tiles` is what the scheduler hands out: for a clustered nvjet kernel of known cluster shape, the
+/// tile grid padded to whole clusters (hw::pad_to_clusters; run_sm_sharing_case does it).
 struct GemmOnSms {
   int tiles = 0, grid = 0, cluster = 1;
   hw::BlockShape block;
@@ -103,7 +105,10 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * One GEMM (C = X W^T, bf16, M x N x K) on one GPU, alone or beside a neighbour kernel of `blocks`
  * blocks launched first (model `sm_sharing`). Params (the GEMM kernel's launch as ncu read it):
  *   m, n, k; tile_m, tile_n (the library's tile: tiles = ceil(n / tile_m) x ceil(m / tile_n));
- *   grid, cluster (CTAs and CTAs per cluster); gemm_threads, gemm_regs, gemm_smem_bytes (its block);
+ *   grid, cluster (CTAs and CTAs per cluster); cluster_m, cluster_n (optional, both or neither: the
+ *   cluster's shape in tiles, nvjet's AxB, A along ceil(n / tile_m); cluster_m x cluster_n = cluster;
+ *   given, the tile grid is padded to whole clusters, hw::pad_to_clusters, and every rule below counts
+ *   the padded tiles, the alone time's rounds included); gemm_threads, gemm_regs, gemm_smem_bytes (its block);
  *   alone_time_us (the GEMM alone, measured: the component the beside prediction starts from; absent:
  *   the alone time is predicted as ceil(tiles / grid) tiles of 2 tile_m tile_n K FLOP at r(grid));
  *   neighbour: none | copy | compute; blocks, neighbour_threads, neighbour_regs, neighbour_smem_bytes;
@@ -131,8 +136,9 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * SmSharingHw::tile_rate: the line capped at smshare.tile_rate_max where the file gives it, round 5); a copy
  * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
  * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
- * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles, hbm_stretch (round 2: waves; round 3:
- * late_ctas, whole_wave_drain, rule).
+ * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles (the output tiles), scheduled_tiles (the
+ * padded count the rules ran; = tiles without a cluster shape), cluster_units (with a cluster shape),
+ * hbm_stretch (round 2: waves; round 3: late_ctas, whole_wave_drain, rule).
  * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks; round 2:
  * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover; round 3: a
  * machine without the sm_map table or, for a copy neighbour, without smshare.hbm_queue_kappa).

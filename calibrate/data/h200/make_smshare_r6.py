@@ -60,8 +60,9 @@ kern = {}
 for sh, i in zip(CAND, ids[1::2]):
     k = ks[i]
     tm, tn = map(int, re.search(r"_tst_(\d+)x(\d+)_", k["name"]).groups())
+    cm, cn = map(int, re.search(r"_tst_\d+x\d+_\d+x\d+_(\d+)x(\d+)_", k["name"]).groups())  # the cluster's shape (AxB)
     g = [int(x) for x in re.findall(r"\d+", k["grid"])]
-    kern[sh] = dict(kernel=k["name"], tile_m=tm, tile_n=tn, grid=g[0] * g[1] * g[2], cluster=int(num(k["Cluster Size"])),
+    kern[sh] = dict(kernel=k["name"], tile_m=tm, tile_n=tn, grid=g[0] * g[1] * g[2], cluster=int(num(k["Cluster Size"])), cluster_m=cm, cluster_n=cn,
                     regs=int(num(k["Registers Per Thread"])), threads=int(num(k["Threads"]) / (g[0] * g[1] * g[2])),
                     smem=int(num(k["Dynamic Shared Memory Per Block"]) + num(k["Static Shared Memory Per Block"])), ncu_id=i)
 tiles_of = lambda sh: math.ceil(sh[1] / kern[sh]["tile_m"]) * math.ceil(sh[0] / kern[sh]["tile_n"])
@@ -215,7 +216,7 @@ for sh in SHAPES:
             cid = f"r6/{sh[0]}x{sh[1]}x{sh[2]}/{kind}/B{b}"
             out += [f"  - id: {cid}",
                     f"    params: {{m: {sh[0]}, n: {sh[1]}, k: {sh[2]}, tile_m: {k['tile_m']}, tile_n: {k['tile_n']}, grid: {k['grid']}, "
-                    f"cluster: {k['cluster']}, gemm_threads: {k['threads']}, gemm_regs: {k['regs']}, gemm_smem_bytes: {k['smem']}, "
+                    f"cluster: {k['cluster']}, cluster_m: {k['cluster_m']}, cluster_n: {k['cluster_n']}, gemm_threads: {k['threads']}, gemm_regs: {k['regs']}, gemm_smem_bytes: {k['smem']}, "
                     f"alone_time_us: {g['time_us']}, neighbour: {kind}, blocks: {b}, neighbour_threads: {a['threads']}, "
                     f"neighbour_regs: {a['regs_per_thread']}{extra}, cover: 20}}"]
             src = (f"inputs: {A6} line {gl} (commit {g['commit'][:12]}, {g['date']}), {nf} line {nl} (commit "

@@ -294,6 +294,89 @@ TEST(SmSharingRound6, TheWholeWaveWaitThroughTheModelOnAMinimalMachine) {
   EXPECT_NEAR(np["predicted_us"].get<double>(), 75.0, 1e-6);
 }
 
+TEST(SmMapRound6, TileGridPaddedToWholeClusters) {
+  // 2688x4608x8192 in nvjet 256x128 tiles with a 1x2 cluster: ceil(4608 / 256) x ceil(2688 / 128) = 18 x 21
+  // = 378 tiles; the cluster pairs tiles along the 21: 18 x 22 = 396 tiles, 396 / 2 = 198 cluster units.
+  const hw::ClusterTileGrid p = hw::pad_to_clusters(18, 21, 1, 2);
+  EXPECT_EQ(p.padded_m, 18);
+  EXPECT_EQ(p.padded_n, 22);
+  EXPECT_EQ(p.real_tiles(), 378);
+  EXPECT_EQ(p.tiles(), 396);
+  EXPECT_EQ(p.units(), 198);
+  // An even grid along the cluster is unchanged: 3072x4608x8192 in 192x192 tiles, 2x1: 24 x 16 = 384, 192 units;
+  // 3456x3840x8192 in 192x192 tiles, 4x2: 20 x 18 = 360, 45 units.
+  const hw::ClusterTileGrid e = hw::pad_to_clusters(24, 16, 2, 1);
+  EXPECT_EQ(e.tiles(), 384);
+  EXPECT_EQ(e.real_tiles(), 384);
+  EXPECT_EQ(e.units(), 192);
+  EXPECT_EQ(hw::pad_to_clusters(20, 18, 4, 2).tiles(), 360);
+  EXPECT_EQ(hw::pad_to_clusters(20, 18, 4, 2).units(), 45);
+  // A 2x1 cluster pads M (the first dimension, ceil(n / tile_m)): 23 x 17 -> 24 x 17 = 408 tiles, 204 units;
+  // the same grid with 1x2 pads the other side: 23 x 18 = 414.
+  const hw::ClusterTileGrid m = hw::pad_to_clusters(23, 17, 2, 1);
+  EXPECT_EQ(m.padded_m, 24);
+  EXPECT_EQ(m.padded_n, 17);
+  EXPECT_EQ(m.tiles(), 408);
+  EXPECT_EQ(m.units(), 204);
+  EXPECT_EQ(hw::pad_to_clusters(23, 17, 1, 2).tiles(), 414);
+  // A 1x1 cluster pads nothing.
+  EXPECT_EQ(hw::pad_to_clusters(23, 17, 1, 1).tiles(), 391);
+  EXPECT_THROW(hw::pad_to_clusters(0, 17, 1, 2), std::invalid_argument);
+  EXPECT_THROW(hw::pad_to_clusters(23, 17, 0, 2), std::invalid_argument);
+  // The padded tile costs a tile time on the engine (tiny_map, SM 5 held: S = 6, L = 2, 1 us tiles): a 3 x 5 grid
+  // in 1x2 clusters is 3 x 6 = 18 tiles: the residents drain 16 (6, 6, 4: 3 us), the late tile: 4 us; the
+  // unpadded 15 drain 13 (6, 6, 1: 3 us) and end at 4 us too, but alone 18 tiles take 3 rounds, 15 take 2.
+  EXPECT_NEAR(persistent_us(tiny_map(), {5}, int(hw::pad_to_clusters(3, 5, 1, 2).tiles()), 8, 2), 4.0, 1e-9);
+  EXPECT_NEAR(persistent_us(tiny_map(), {}, int(hw::pad_to_clusters(3, 5, 1, 2).tiles()), 8, 2), 3.0, 1e-9);
+  EXPECT_NEAR(persistent_us(tiny_map(), {}, 15, 8, 2), 2.0, 1e-9);
+}
+
+TEST(SmSharingRound6, ClusterShapePadsTheTilesTheModelSchedules) {
+  // tests/models/sm_sharing/minimal-map-hw.yaml as above: a compute neighbour of 1 block holds SM 5: S = 6, L = 2.
+  static const hw::Hardware h = models::load_hardware(test::kRoot + "/tests/models/sm_sharing/minimal-map-hw.yaml");
+  auto run6 = [&](const std::string& shape) {
+    return models::run_sm_sharing_case(h, YAML::Load("{" + shape + ", k: 1024, tile_m: 128, tile_n: 128, grid: 8, cluster: 2, "
+                                                            "alone_time_us: 300, neighbour: compute, blocks: 1}"),
+                                       nullptr);
+  };
+  // m 640, n 384: 3 x 5 = 15 tiles. Without the cluster's shape: 2 rounds alone, a tile 150 us at r(8) = 2,
+  // 300 / (10 - n) us with n running: the drain of 13 is 6, 6, 1 (3 x 75 us), the late tiles (37.5 us): 262.5 us.
+  const auto u = run6("m: 640, n: 384");
+  EXPECT_EQ(u["tiles"].get<int>(), 15);
+  EXPECT_EQ(u["scheduled_tiles"].get<int>(), 15);
+  EXPECT_FALSE(u.contains("cluster_units"));
+  EXPECT_NEAR(u["predicted_us"].get<double>(), 262.5, 1e-6);
+  // With cluster_m 1, cluster_n 2: 3 x 6 = 18 tiles, 9 units, 3 rounds alone: a tile 100 us at r(8), 50 us at 6
+  // CTAs, 25 at 2. The drain of 16 is 6, 6, 4 (150 us; not a whole wave), the late tiles (25 us): 175 us.
+  const auto p = run6("m: 640, n: 384, cluster_m: 1, cluster_n: 2");
+  EXPECT_EQ(p["tiles"].get<int>(), 15);
+  EXPECT_EQ(p["scheduled_tiles"].get<int>(), 18);
+  EXPECT_EQ(p["cluster_units"].get<int>(), 9);
+  EXPECT_FALSE(p["whole_wave_drain"].get<bool>());
+  EXPECT_NEAR(p["predicted_us"].get<double>(), 175.0, 1e-6);
+  // m 2432, n 128: 1 x 19 tiles (175 us above, no wait); 1x2 pads it to 1 x 20 = 20 tiles, 10 units, 3 rounds
+  // alone as before: the drain of 18 is 3 whole waves, so the whole-wave wait is charged as for 20 real tiles: 275 us.
+  const auto w = run6("m: 2432, n: 128, cluster_m: 1, cluster_n: 2");
+  EXPECT_EQ(w["tiles"].get<int>(), 19);
+  EXPECT_EQ(w["scheduled_tiles"].get<int>(), 20);
+  EXPECT_EQ(w["cluster_units"].get<int>(), 10);
+  EXPECT_TRUE(w["whole_wave_drain"].get<bool>());
+  EXPECT_NEAR(w["predicted_us"].get<double>(), 275.0, 1e-6);
+  // A 2x1 cluster pads M (ceil(n / tile_m)): 1 x 19 -> 2 x 19 = 38 tiles, 19 units.
+  const auto m2 = run6("m: 2432, n: 128, cluster_m: 2, cluster_n: 1");
+  EXPECT_EQ(m2["tiles"].get<int>(), 19);
+  EXPECT_EQ(m2["scheduled_tiles"].get<int>(), 38);
+  EXPECT_EQ(m2["cluster_units"].get<int>(), 19);
+  // An even grid is unchanged: m 640, n 512 is 4 x 5 tiles (4 along n / tile_m); a 2x1 cluster pairs the 4:
+  // 20 tiles, 275 us as without a shape (the round-6 test above).
+  const auto e = run6("m: 640, n: 512, cluster_m: 2, cluster_n: 1");
+  EXPECT_EQ(e["scheduled_tiles"].get<int>(), 20);
+  EXPECT_NEAR(e["predicted_us"].get<double>(), 275.0, 1e-6);
+  // The shape must be whole and match the cluster's CTAs.
+  EXPECT_THROW(run6("m: 640, n: 384, cluster_m: 1"), models::ParamError);
+  EXPECT_THROW(run6("m: 640, n: 384, cluster_m: 2, cluster_n: 2"), models::ParamError);
+}
+
 TEST(SmSharingRound3, TheH200FileDrivesEveryMechanismWithoutCaseKeys) {
   const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h200-1gpu.yaml");
   auto run3 = [&](const std::string& extra) {
