@@ -1699,3 +1699,15 @@ TEST(TrialThree, DashOutputNamesAndOptionMessages) {
   EXPECT_TRUE(has(r.out, "--gap-min-us: expected a number of microseconds")) << r.out;
   EXPECT_FALSE(has(r.out, "--gap-min-us: --gap-min-us")) << r.out;
 }
+
+// F13 a: an explicit YAML tag on a case parameter had been ignored (`m: !!str 1024` ran as 1024).
+TEST(HostileParsers, ATaggedCaseParameterIsRefused) {
+  const fs::path d = fresh_dir();
+  for (const std::string& value : {"!!str 1024", "!foo 1024", "!!binary 1024"}) {
+    put(d, "t.yaml", "scenario: t\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
+                     "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048, m: " + value + "}\n");
+    const Ran r = sh(kBin + " run " + qp(d / "t.yaml"));
+    EXPECT_EQ(r.rc, 1) << value << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "t.yaml:6: 'cases[a].params.m'") && has(r.out, "carries the YAML tag")) << r.out;
+  }
+}
