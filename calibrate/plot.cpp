@@ -199,8 +199,14 @@ std::string normal_path(const std::string& p) {
 }
 }  // namespace
 
-PlotNamer::PlotNamer(std::vector<std::string> inputs) : inputs_(std::move(inputs)) {
-  for (const auto& in : inputs_) input_paths_.insert(normal_path(in));
+PlotNamer::PlotNamer(const std::vector<std::string>& inputs) {
+  // Each input once: its path, and its file's identity when it exists (what hw::same_existing_file
+  // compares, fs::equivalent), so that claim() costs one stat per candidate file, not one per input.
+  for (const auto& in : inputs) {
+    input_paths_.insert(normal_path(in));
+    struct stat st {};
+    if (::stat(in.c_str(), &st) == 0) input_files_.insert({st.st_dev, st.st_ino});
+  }
 }
 
 std::string PlotNamer::claim(const std::string& dir, const std::string& stem) {
@@ -212,9 +218,9 @@ std::string PlotNamer::claim(const std::string& dir, const std::string& stem) {
       const std::string file = base + suffix;
       if (taken_.count(lower(file))) free = false;
       const std::string path = plotnames::path_inside(dir, file).string();
-      if (input_paths_.count(normal_path(path))) free = false;
-      for (const auto& in : inputs_)
-        if (free && hw::same_existing_file(path, in)) free = false;
+      struct stat st {};
+      if (input_paths_.count(normal_path(path)) || (::stat(path.c_str(), &st) == 0 && input_files_.count({st.st_dev, st.st_ino})))
+        free = false;
       if (!free) break;
     }
     if (!free) continue;

@@ -3,7 +3,9 @@
 // by gnuplot (PNG and SVG), with the table as CSV next to it.
 #pragma once
 
+#include <cstdint>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,7 @@ namespace fusesim::calibrate {
  * claim(dir, stem) returns DIR/BASE where BASE is plotnames::unique_file_stem(stem), or BASE-2,
  * BASE-3, ... when any of BASE's files (BASE + each of kSuffixes) is already claimed (compared
  * without regard to case, for case-insensitive file systems) or is one of `inputs` (the same existing
- * file, hw::same_existing_file, or the same absolute path). Every file of the returned base is then claimed. Errors:
+ * file, as hw::same_existing_file compares them, or the same absolute path). Every file of the returned base is then claimed. Errors:
  * std::runtime_error after 10^4 tries (not reachable with distinct inputs).
  */
 class PlotNamer {
@@ -31,13 +33,13 @@ class PlotNamer {
   static constexpr const char* kSuffixes[] = {".csv", ".curve.csv", ".dat", ".gp", ".png", ".svg", ".gnuplot.log"};
   /// `inputs`: files no plot may take (the command's inputs, and its other outputs, which may not
   /// exist yet: compared as existing files and as absolute, lexically normal paths).
-  explicit PlotNamer(std::vector<std::string> inputs = {});
+  explicit PlotNamer(const std::vector<std::string>& inputs = {});
   std::string claim(const std::string& dir, const std::string& stem);
 
  private:
-  std::set<std::string> taken_;  ///< lower-cased file names claimed so far
-  std::vector<std::string> inputs_;
-  std::set<std::string> input_paths_;  ///< inputs_ as absolute, lexically normal paths
+  std::set<std::string> taken_;                   ///< lower-cased file names claimed so far
+  std::set<std::string> input_paths_;             ///< the inputs as absolute, lexically normal paths
+  std::set<std::pair<uint64_t, uint64_t>> input_files_;  ///< (device, inode) of the inputs that exist
 };
 
 struct PlotOptions {

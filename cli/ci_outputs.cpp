@@ -166,10 +166,12 @@ nlohmann::json predictions_document(const std::vector<std::pair<std::string, nlo
   return {{"fusesim_predictions", 1}, {"runs", runs}};
 }
 
-BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
-                              const std::string& baseline_name, const std::vector<std::string>* files) {
+namespace {
+std::string normal_path(const std::string& p) { return std::filesystem::path(p).lexically_normal().string(); }
+}  // namespace
+
+BaselineIndex index_baseline(const nlohmann::json& baseline, const std::string& baseline_name) {
   auto bad = [&](const std::string& what) { return std::invalid_argument(fmt::format("--baseline {}: {}", baseline_name, what)); };
-  if (!std::isfinite(threshold_pct) || threshold_pct < 0) throw bad(fmt::format("the threshold must be a finite percentage >= 0, got {}", threshold_pct));
   const nlohmann::json* list = nullptr;
   nlohmann::json one = nlohmann::json::array();
   if (baseline.is_object() && baseline.contains("runs") && baseline["runs"].is_array()) {
@@ -189,21 +191,18 @@ BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<
   // Runs are matched by their file where the baseline records it (--save-predictions does), else by
   // the scenario's name when only one run of the baseline has it: two files of one scenario name
   // (issue 22's third trial) had been compared with each other's predictions.
-  auto normal = [](const std::string& p) { return std::filesystem::path(p).lexically_normal().string(); };
-  std::map<std::tuple<std::string, std::string, std::string>, double> by_file;  // (file, scenario, id)
-  std::map<std::pair<std::string, std::string>, double> by_scenario;            // (scenario, id)
-  std::map<std::string, int> runs_of_scenario;
-  std::set<std::pair<std::string, std::string>> seen_runs;  // (file, scenario)
+  BaselineIndex x;
+  x.name = baseline_name;
   for (size_t r = 0; r < list->size(); ++r) {
     const auto& run = (*list)[r];
     if (!run.is_object() || !run.contains("scenario") || !run["scenario"].is_string() || !run.contains("cases") || !run["cases"].is_array())
       throw std::invalid_argument(fmt::format("--baseline {}: run {} has no scenario name and cases list", baseline_name, r));
     const std::string sc = run["scenario"].get<std::string>();
-    const std::string file = run.contains("file") && run["file"].is_string() ? normal(run["file"].get<std::string>()) : std::string();
-    if (!seen_runs.insert({file, sc}).second)
+    const std::string file = run.contains("file") && run["file"].is_string() ? normal_path(run["file"].get<std::string>()) : std::string();
+    if (!x.seen_runs.insert({file, sc}).second)
       throw bad(fmt::format("run {} repeats scenario '{}'{}: expected each run once", r, hw::printable(sc),
                             file.empty() ? "" : " of file '" + hw::printable(file) + "'"));
-    ++runs_of_scenario[sc];
+    ++x.runs_of_scenario[sc];
     std::set<std::string> ids;
     for (size_t i = 0; i < run["cases"].size(); ++i) {
       const auto& c = run["cases"][i];
@@ -216,29 +215,37 @@ BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<
         throw bad(fmt::format("run {} ('{}') case '{}': predicted_us {} is not a time this fusesim predicts (expected > 0 and <= {:g} us)", r,
                               hw::printable(sc), hw::printable(id), us, kMaxBaselineUs));
       if (!ids.insert(id).second) throw bad(fmt::format("run {} ('{}') lists case '{}' twice", r, hw::printable(sc), hw::printable(id)));
-      if (!file.empty()) by_file[{file, sc, id}] = us;
-      by_scenario[{sc, id}] = us;
+      if (!file.empty()) x.by_file[{file, sc, id}] = us;
+      x.by_scenario[{sc, id}] = us;
     }
   }
+  return x;
+}
+
+BaselineDiff compare_baseline(const BaselineIndex& x, const std::vector<nlohmann::json>& runs, double threshold_pct,
+                              const std::vector<std::string>* files) {
+  if (!std::isfinite(threshold_pct) || threshold_pct < 0)
+    throw std::invalid_argument(fmt::format("--baseline {}: the threshold must be a finite percentage >= 0, got {}", x.name, threshold_pct));
   BaselineDiff d;
   d.threshold_pct = threshold_pct;
-  d.baseline_name = baseline_name;
+  d.baseline_name = x.name;
   size_t order = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const auto& res = runs[ri];
     const std::string sc = as_saved_json_text(text_of(res, "scenario"));
-    const std::string file = files && ri < files->size() ? normal(as_saved_json_text((*files)[ri])) : std::string();
-    const bool file_known = !file.empty() && seen_runs.count({file, sc});
+    const std::string file = files && ri < files->size() ? normal_path(as_saved_json_text((*files)[ri])) : std::string();
+    const bool file_known = !file.empty() && x.seen_runs.count({file, sc});
+    const auto n_runs = x.runs_of_scenario.find(sc);
     for (const auto& c : res["cases"]) {
       const std::string id = as_saved_json_text(text_of(c, "id"));
       double was = 0;
       bool found = false;
       if (file_known) {
-        const auto it = by_file.find({file, sc, id});
-        if ((found = it != by_file.end())) was = it->second;
-      } else if (runs_of_scenario[sc] == 1) {
-        const auto it = by_scenario.find({sc, id});
-        if ((found = it != by_scenario.end())) was = it->second;
+        const auto it = x.by_file.find({file, sc, id});
+        if ((found = it != x.by_file.end())) was = it->second;
+      } else if (n_runs != x.runs_of_scenario.end() && n_runs->second == 1) {
+        const auto it = x.by_scenario.find({sc, id});
+        if ((found = it != x.by_scenario.end())) was = it->second;
       }
       if (!found) {
         d.not_in_baseline.push_back({sc, id});

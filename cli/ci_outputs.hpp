@@ -2,6 +2,10 @@
 // comparison of predictions with a stored run (the regression a model change causes).
 #pragma once
 
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -51,19 +55,34 @@ std::string junit_xml(const std::vector<JunitFile>& files, const BaselineDiff* b
 /// The largest predicted_us a baseline may hold (us): 10^10, hw::kMaxMeasuredUs's bound.
 inline constexpr double kMaxBaselineUs = 1e10;
 
+/// A baseline read once (index_baseline): each run's predictions by (file, scenario, id) where the
+/// baseline records the run's file, and by (scenario, id).
+struct BaselineIndex {
+  std::string name;  ///< the baseline file, as given
+  std::map<std::tuple<std::string, std::string, std::string>, double> by_file;  ///< (file, scenario, id) -> predicted_us
+  std::map<std::pair<std::string, std::string>, double> by_scenario;            ///< (scenario, id) -> predicted_us
+  std::map<std::string, int> runs_of_scenario;                                   ///< scenario name -> runs of it
+  std::set<std::pair<std::string, std::string>> seen_runs;                       ///< (file or "", scenario)
+};
+
+/**
+ * Read a baseline: a `run --format json` result, an array of them, or the {"fusesim_predictions":
+ * 1, "runs": [...]} that `check --save-predictions` writes. Errors: std::invalid_argument naming
+ * `baseline_name` when the document has none of those shapes, is a predictions file of another
+ * format, repeats a run or a case id, or a case lacks a predicted_us in (0, kMaxBaselineUs].
+ */
+BaselineIndex index_baseline(const nlohmann::json& baseline, const std::string& baseline_name);
+
 /**
  * Compare every case's predicted_us in `runs` (scenario::run() results; `files`, when given, the
- * scenario file of each run) with the baseline's: a `run --format json` result, an array of them, or
- * the {"fusesim_predictions": 1, "runs": [...]} that `check --save-predictions` writes. A run is
- * matched by (file, scenario name) where the baseline records its file and the file is among the
- * baseline's, else by scenario name when exactly one baseline run has it; a case then by id (ids
- * compared as saved: invalid UTF-8 as U+FFFD). A case moved when |new - old| / old x 100 > threshold_pct.
- * Errors: std::invalid_argument naming `baseline_name` when the document has none of those shapes,
- * is a predictions file of another format, repeats a run or a case id, or a case lacks a
- * predicted_us in (0, kMaxBaselineUs]; or the threshold is not a finite number >= 0.
+ * scenario file of each run) with the baseline's. A run is matched by (file, scenario name) where
+ * the baseline records its file and the file is among the baseline's, else by scenario name when
+ * exactly one baseline run has it; a case then by id (ids compared as saved: invalid UTF-8 as
+ * U+FFFD). A case moved when |new - old| / old x 100 > threshold_pct. Errors: std::invalid_argument
+ * when the threshold is not a finite number >= 0.
  */
-BaselineDiff compare_baseline(const nlohmann::json& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
-                              const std::string& baseline_name, const std::vector<std::string>* files = nullptr);
+BaselineDiff compare_baseline(const BaselineIndex& baseline, const std::vector<nlohmann::json>& runs, double threshold_pct,
+                              const std::vector<std::string>* files = nullptr);
 
 /// The document `check --save-predictions FILE` writes: {"fusesim_predictions": 1, "runs": [...]}
 /// with, per run, its scenario name, file and each case's id and predicted_us.

@@ -456,14 +456,13 @@ void register_all(CLI::App& app) {
     if (check->count("--threshold-pct") > 0 && ci->baseline.empty())
       throw std::invalid_argument("--threshold-pct is --baseline's threshold: give --baseline OLD.json too");
     // The baseline and the destinations are checked before any scenario runs.
-    nlohmann::json baseline;
+    std::optional<BaselineIndex> baseline;  // read and checked before any scenario runs
     if (!ci->baseline.empty()) {
       // Bounded (hw/io.hpp, hw/json_limits.hpp): /dev/zero or a FIFO is refused before it is read;
       // nesting, size and number range checked by the parser helper.
       const std::string text = hw::read_input_file(ci->baseline, "--save-predictions JSON of an earlier check", hw::kMaxBaselineFileBytes,
                                                    "--baseline");
-      baseline = hw::parse_json_bounded(text, {ci->baseline, 0, "--baseline"});
-      (void)compare_baseline(baseline, {}, ci->threshold_pct, ci->baseline);  // its errors before any scenario runs
+      baseline = index_baseline(hw::parse_json_bounded(text, {ci->baseline, 0, "--baseline"}), ci->baseline);
     }
     std::vector<hw::OutputFile> ci_outputs;
     if (!ci->junit.empty()) ci_outputs.push_back({ci->junit, "", "--junit"});
@@ -482,6 +481,7 @@ void register_all(CLI::App& app) {
       std::optional<models::Scenario> sc;
       std::optional<hw::Hardware> hw;
       std::exception_ptr error;
+      std::vector<scenario::InputFile> inputs;  ///< what it reads (scenario::input_files), listed once
     };
     std::vector<Loaded> loaded(check_args->size());
     for (size_t i = 0; i < check_args->size(); ++i) {
@@ -492,14 +492,17 @@ void register_all(CLI::App& app) {
         l.error = std::current_exception();
         continue;
       }
-      scenario::refuse_outputs_over_inputs(ci_outputs, &*l.sc, nullptr);
+      l.inputs = scenario::input_files(&*l.sc, nullptr);
+      scenario::refuse_outputs_over_inputs(ci_outputs, l.inputs);
       try {
         l.hw = scenario::load_hardware(*l.sc);
       } catch (const std::exception&) {
         l.error = std::current_exception();
         continue;
       }
-      scenario::refuse_outputs_over_inputs(ci_outputs, &*l.sc, &*l.hw);
+      const auto of_hw = scenario::input_files(nullptr, &*l.hw);  // its tables (and the file again)
+      l.inputs.insert(l.inputs.end(), of_hw.begin(), of_hw.end());
+      scenario::refuse_outputs_over_inputs(ci_outputs, of_hw);
     }
     for (const auto& o : ci_outputs)
       if (o.option == "--junit") refuse_replacing_foreign_file(o, "<testsuites", "a JUnit XML file that fusesim check wrote");
@@ -513,7 +516,7 @@ void register_all(CLI::App& app) {
       if (!ci->baseline.empty()) plot_inputs.push_back(ci->baseline);
       for (const auto& o : ci_outputs) plot_inputs.push_back(o.path);  // the command's other outputs
       for (const auto& l : loaded)
-        for (const auto& in : scenario::input_files(l.sc ? &*l.sc : nullptr, l.hw ? &*l.hw : nullptr)) plot_inputs.push_back(in.path);
+        for (const auto& in : l.inputs) plot_inputs.push_back(in.path);
     }
     calibrate::PlotNamer plot_namer(plot_inputs);
     std::vector<JunitFile> junit_files;
@@ -620,7 +623,7 @@ void register_all(CLI::App& app) {
         runs.push_back(r.second);
         files.push_back(r.first);
       }
-      diff = compare_baseline(baseline, runs, ci->threshold_pct, ci->baseline, &files);
+      diff = compare_baseline(*baseline, runs, ci->threshold_pct, &files);
       const BaselineDiff& d = *diff;
       for (const auto& m : d.moved)
         fmt::print("MOVED {} {}: predicted {:.3f} us, baseline {:.3f} us ({:+.3f}%, threshold {:g}%)\n", hw::printable(m.scenario),

@@ -32,11 +32,6 @@ double parse_double(std::string_view text, const NumberAt& at);
 /// out of the range, so no cast is ever out of int64_t's range.
 int64_t to_int(double v, const NumberAt& at, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
 
-/// The range of a measured time (us), the one definition every reader shares (scenario files'
-/// measured values and phases, RESULT_JSON, bench_ar, AFD lines and timelines, seed-004 documents,
-/// probes): a GPU event's time from 1 ns to about 2.8 hours. Outside, it is a unit mistake (a time in
-/// seconds or ps) or hostile (1e-300 made every error percentage overflow to inf, and calibrate fit
-/// wrote `residual_rms_pct: inf` into a hardware file).
 /// True for the text of a whole number with a leading zero ("010", "-0999", "+01024"): yaml-cpp reads
 /// it as octal (YAML 1.1; 532 for 01024, an error for 0999) where YAML 1.2's core schema and every
 /// float in the same file read decimal, so the YAML loaders refuse it (issue 22's third trial).
@@ -48,6 +43,11 @@ inline bool leading_zero_integer(std::string_view t) {
   return true;
 }
 
+/// The range of a measured time (us), the one definition every reader shares (scenario files'
+/// measured values and phases, RESULT_JSON, bench_ar, AFD lines and timelines, seed-004 documents,
+/// probes): a GPU event's time from 1 ns to about 2.8 hours. Outside, it is a unit mistake (a time in
+/// seconds or ps) or hostile (1e-300 made every error percentage overflow to inf, and calibrate fit
+/// wrote `residual_rms_pct: inf` into a hardware file).
 inline constexpr double kMinMeasuredUs = 1e-3, kMaxMeasuredUs = 1e10;
 
 /// `us` when it is a measured time in [kMinMeasuredUs, kMaxMeasuredUs]. Errors: FileError at `at`
