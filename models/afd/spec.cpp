@@ -1,9 +1,9 @@
 // The afd model's spec: its case parameters (read by the one case reader), the case runner, and the
 // hooks the scenario layer calls (NIC placement, kernel-duration judging, report lines and columns).
-#include <set>
 #include "models/afd/spec.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
