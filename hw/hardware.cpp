@@ -100,10 +100,11 @@ const ParamDecl* ParamRegistry::find(const std::string& key) const {
 }
 
 FileError::FileError(const std::string& file, int line, const std::string& key, const std::string& what)
-    // The file name and key come from input (a file name may hold a newline or an ESC): escaped
-    // (hw::printable) so that an error stays one line naming them (issue 22's second trial).
+    // The file name, key and message quote input (a file name may hold a newline or an ESC, a
+    // yaml-cpp message the NUL it met, which had cut what() short): escaped (hw::printable) so that
+    // an error stays one whole line (issue 22's second trial; a new user's binary scenario file).
     : std::runtime_error(fmt::format("{}{}: {}{}", printable(file), line > 0 ? ":" + std::to_string(line) : "",
-                                     key.empty() ? "" : "'" + printable(key) + "': ", what)) {}
+                                     key.empty() ? "" : "'" + printable(key) + "': ", printable(what))) {}
 
 void reject_extra_documents(const std::string& path, const std::string& what) {
   // A line scan, not YAML::LoadAllFromFile: Debian's yaml-cpp 0.7 loops until memory runs out on a

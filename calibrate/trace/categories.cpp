@@ -2,6 +2,7 @@
 #include "calibrate/trace/categories.hpp"
 #include "hw/io.hpp"
 
+#include "hw/printable.hpp"
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -104,7 +105,7 @@ void CategoryTable::merge(const std::string& yaml_text, const std::string& sourc
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
-    throw std::runtime_error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+    throw std::runtime_error(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, hw::printable(e.msg)));
   }
   if (!root.IsMap()) bad(source, root, "expected a mapping with a \"rules\" list");
   check_keys(source, root, {"version", "default_category", "categories", "rules", "gemm_ops"}, "the rules file");

@@ -1711,3 +1711,16 @@ TEST(HostileParsers, ATaggedCaseParameterIsRefused) {
     EXPECT_TRUE(has(r.out, "t.yaml:6: 'cases[a].params.m'") && has(r.out, "carries the YAML tag")) << r.out;
   }
 }
+
+// A NUL byte in a yaml-cpp message (a binary file given as a scenario) had cut the error short
+// ("unknown escape character: " and nothing): FileError escapes its whole message.
+TEST(Terminal, ANulInAYamlErrorIsEscapedNotCut) {
+  const fs::path d = fresh_dir();
+  {
+    std::ofstream f(d / "nul.yaml", std::ios::binary);
+    f << "scenario: \"a\\" << '\0' << "b\"\n";
+  }
+  const Ran r = sh(kBin + " run " + qp(d / "nul.yaml"));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "nul.yaml:1: YAML syntax error: unknown escape character: \\x00")) << r.out;
+}
