@@ -1703,7 +1703,7 @@ TEST(TrialThree, DashOutputNamesAndOptionMessages) {
 // F13 a: an explicit YAML tag on a case parameter had been ignored (`m: !!str 1024` ran as 1024).
 TEST(HostileParsers, ATaggedCaseParameterIsRefused) {
   const fs::path d = fresh_dir();
-  for (const std::string& value : {"!!str 1024", "!foo 1024", "!!binary 1024"}) {
+  for (const char* value : {"!!str 1024", "!foo 1024", "!!binary 1024"}) {
     put(d, "t.yaml", "scenario: t\nhardware: " + kRoot + "/hw/mi355x-8gpu.yaml\nmodel: gemm_ar\ncases:\n"
                      "  - id: a\n    params: {mode: gemm-only, n: 7168, k: 2048, m: " + value + "}\n");
     const Ran r = sh(kBin + " run " + qp(d / "t.yaml"));
