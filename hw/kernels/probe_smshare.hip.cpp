@@ -33,6 +33,16 @@
 //             --cover x the GEMM's alone time; `covered` says whether it outlasted the GEMM. With
 //             --plan-for-free each point's GEMM is the plan for the SMs the neighbour leaves (SM-count
 //             target = SMs - B), timed alone first (alone_time_us; default_plan_alone_time_us beside it).
+//  tiletimes  "tile_times" (issue 19, round 7 probe; CUDA only): when each part of the GEMM's output is written,
+//             beside a neighbour of B blocks that polls it. C (bf16) is poisoned with 0xFFFF (a NaN the product
+//             never writes) before each launch; the neighbour's B blocks (512 threads, one per SM, as the compute
+//             neighbour) start first, then the GEMM runs (default plan), and every thread watches up to 16 points
+//             of C, the last element of each --poll-step x --poll-step block (C rows r, columns c), reading it
+//             from L2 (ld.cv) and recording %globaltimer when it first changes; the blocks leave only when a
+//             one-thread kernel after the GEMM (on the GEMM's stream) has set a done flag, so the neighbour holds
+//             its SMs for the whole GEMM. Per launch: the points' write times in us after a stamp written just
+//             before the GEMM's launch (-1: never seen), the GEMM's span from that stamp to the stamp after it,
+//             its event time, and the neighbour's %smid set. --poll-sleep-ns between sweeps of a thread's points.
 // Every timing: --warmup untimed, --iters timed behind a start gate, median; --pause-ms idle first.
 #include <algorithm>
 #include <chrono>
@@ -158,6 +168,55 @@ __global__ void __launch_bounds__(384) persist_emul(long long* rec, int tiles, l
   }
 }
 
+// Polling neighbour (--mode tiletimes): B blocks of 512 threads; thread t watches points t, t + T, ... (T = all
+// threads, at most kPollPer each) of the bf16 output c at element offsets offs[]; c holds 0xFFFF until the GEMM
+// writes it. seen_ns[p]: the %globaltimer time point p was first seen written. Stays until *done != 0 (set after
+// the GEMM) or limit_ns has passed since its start, so the neighbour's SMs stay held for the GEMM's whole span.
+constexpr int kPollPer = 16;
+__global__ void __launch_bounds__(512) nb_poll(const unsigned short* c, const long long* offs, int npoints,
+                                               unsigned long long* seen_ns, const int* done, int* smids, int* started,
+                                               unsigned long long limit_ns, int sleep_ns) {
+  if (threadIdx.x == 0) {
+    smids[blockIdx.x] = my_smid();
+    atomicAdd(started, 1);
+  }
+  const unsigned long long t0 = gtimer_ns();
+  const int nthreads = static_cast<int>(gridDim.x * blockDim.x);
+  const int tid = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  unsigned mask = 0;
+  long long off[kPollPer];
+#pragma unroll
+  for (int k = 0; k < kPollPer; ++k) {
+    const int p = tid + k * nthreads;
+    off[k] = p < npoints ? offs[p] : 0;
+    if (p < npoints) mask |= 1u << k;
+  }
+  for (;;) {
+#pragma unroll
+    for (int k = 0; k < kPollPer; ++k)
+      if (mask & (1u << k)) {
+        const unsigned short v = __ldcv(c + off[k]);
+        if (v != 0xFFFFu) {
+          seen_ns[tid + k * nthreads] = gtimer_ns();
+          mask &= ~(1u << k);
+        }
+      }
+    if (__ldcv(done) != 0 || gtimer_ns() - t0 > limit_ns) break;
+#if !defined(FUSESIM_GPU_HIP)
+    if (sleep_ns > 0) __nanosleep(static_cast<unsigned>(sleep_ns));
+#endif
+  }
+}
+
+// One thread: stamp[0] = %globaltimer; with set_done, *done = 1 (ends nb_poll).
+__global__ void stamp_kernel(unsigned long long* stamp, int* done, int set_done) {
+  *stamp = gtimer_ns();
+  if (set_done) {
+    __threadfence_system();
+    atomicExch(done, 1);
+  }
+}
+
 // Spins (one thread) until *started >= need, or about 2 s of cycles (then sets *timeout).
 __global__ void wait_started(volatile int* started, int need, int* timeout) {
   const long long t0 = clock64();
@@ -191,7 +250,7 @@ std::vector<Shape> parse_shapes(const std::vector<std::string>& v) {
 int main(int argc, char** argv) {
   Args args(argc, argv);
   const Args::RunOptions opt = args.run_options(15, 3);
-  const std::string mode = args.str("--mode", "alone", "alone | gemm_once | beside");
+  const std::string mode = args.str("--mode", "alone", "alone | gemm_once | beside | gpcmap | clusterres | tiletimes");
   const auto shapes = parse_shapes(args.str_list("--shapes", {"4096x4096x4096", "8192x8192x4096", "2048x7168x4096",
                                                                "1024x4096x8192"}, "GEMM shapes MxNxK"));
   const auto sm_targets = args.int_list("--sm-targets", {0, 128, 124, 116, 100, 99, 84, 66}, "SM-count targets (0: default)");
@@ -207,9 +266,16 @@ int main(int argc, char** argv) {
   const long long res_unit_us = args.integer("--res-unit-us", 20, "clusterres: one tile's spin (us)");
   const long long res_smem = args.integer("--res-smem", 213204, "clusterres: dynamic shared memory per CTA (bytes)");
   const long long res_reps = args.integer("--res-repeats", 3, "clusterres: launches per point");
+  const long long poll_step = args.integer("--poll-step", 64, "tiletimes: C is watched at the last element of each "
+                                                            "step x step block");
+  const long long poll_sleep_ns = args.integer("--poll-sleep-ns", 500, "tiletimes: pause between a thread's sweeps (ns)");
+  const long long poll_reps = args.integer("--poll-repeats", 3, "tiletimes: recorded launches per point (after one "
+                                                                "unrecorded)");
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
-  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap" && mode != "clusterres") {
-    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap or clusterres (got %s)\n",
+  if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap" && mode != "clusterres" &&
+      mode != "tiletimes") {
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap, clusterres or tiletimes "
+                 "(got %s)\n",
                  mode.c_str());
     return 2;
   }
@@ -377,6 +443,102 @@ int main(int argc, char** argv) {
               rep.emit(j);
             }
         }
+    }
+    (void)hipblasLtDestroy(handle);
+    return 0;
+#endif
+  }
+
+  if (mode == "tiletimes") {
+#if defined(FUSESIM_GPU_HIP)
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode tiletimes needs %%globaltimer (CUDA only)\n");
+    return 2;
+#else
+    if (poll_step < 1 || poll_sleep_ns < 0 || poll_sleep_ns > 100000 || poll_reps < 1) {
+      std::fprintf(stderr, "fusesim: probe_smshare: --poll-step must be >= 1, --poll-sleep-ns 0..100000, "
+                           "--poll-repeats >= 1\n");
+      return 2;
+    }
+    DeviceBuffer done(0, sizeof(int)), stamps(0, 2 * sizeof(unsigned long long));
+    for (const auto& sh : shapes) {
+      GemmPlan plan(handle, GemmDtype::bf16, sh.m, sh.n, sh.k, kGemmWorkspaceBytes);
+      JsonLine ja;
+      ja.str("measure", "gemm_alone").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n).integer("k", sh.k)
+          .integer("sm_target", 0);
+      if (!plan.ok() || !plan.select_working_algo(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s)) {
+        ja.str("error", plan.error());
+        rep.emit(ja);
+        continue;
+      }
+      Stats sa = time_one(gs.s, g0, g1, [&]() { plan.run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); });
+      ja.timing(sa).str("algo", plan.algo_fingerprint());
+      rep.emit(ja);
+      // The watched points: the last element of each step x step block of C (row-major m x n).
+      const long long pr = (sh.m + poll_step - 1) / poll_step, pc = (sh.n + poll_step - 1) / poll_step;
+      std::vector<long long> offs;
+      for (long long i = 0; i < pr; ++i)
+        for (long long jx = 0; jx < pc; ++jx)
+          offs.push_back(std::min(sh.m - 1, i * poll_step + poll_step - 1) * sh.n + std::min(sh.n - 1, jx * poll_step + poll_step - 1));
+      const int np = static_cast<int>(offs.size());
+      DeviceBuffer d_offs(0, sizeof(long long) * offs.size()), d_seen(0, sizeof(unsigned long long) * offs.size());
+      GPU_CHECK(hipMemcpy(d_offs.ptr, offs.data(), sizeof(long long) * offs.size(), hipMemcpyHostToDevice));
+      for (auto b64 : blocks) {
+        const int b = static_cast<int>(b64);
+        if (static_cast<long long>(b) * 512 * kPollPer < np) {
+          std::fprintf(stderr, "fusesim: probe_smshare: tiletimes: %d blocks cannot watch %d points (at most %d per "
+                               "block); raise --poll-step\n", b, np, 512 * kPollPer);
+          return 2;
+        }
+        for (long long r = -1; r < poll_reps; ++r) {
+          pause();
+          GPU_CHECK(hipMemsetAsync(c.ptr, 0xff, static_cast<size_t>(sh.m * sh.n) * 2, gs.s));
+          GPU_CHECK(hipMemsetAsync(d_seen.ptr, 0, sizeof(unsigned long long) * offs.size(), gs.s));
+          GPU_CHECK(hipMemsetAsync(done.ptr, 0, sizeof(int), gs.s));
+          GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), gs.s));
+          GPU_CHECK(hipStreamSynchronize(gs.s));
+          nb_poll<<<b, 512, 0, ns.s>>>(c.as<unsigned short>(), d_offs.as<long long>(), np,
+                                       d_seen.as<unsigned long long>(), done.as<int>(), smids.as<int>(),
+                                       started.as<int>(), 2000000000ULL, static_cast<int>(poll_sleep_ns));
+          GPU_CHECK_LAUNCH();
+          wait_started<<<1, 1, 0, gs.s>>>(started.as<int>(), b, tmo.as<int>());
+          GPU_CHECK_LAUNCH();
+          stamp_kernel<<<1, 1, 0, gs.s>>>(stamps.as<unsigned long long>(), done.as<int>(), 0);
+          GPU_CHECK_LAUNCH();
+          GPU_CHECK(hipEventRecord(g0.e, gs.s));
+          plan.run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
+          GPU_CHECK(hipEventRecord(g1.e, gs.s));
+          stamp_kernel<<<1, 1, 0, gs.s>>>(stamps.as<unsigned long long>() + 1, done.as<int>(), 1);
+          GPU_CHECK_LAUNCH();
+          GPU_CHECK(hipDeviceSynchronize());
+          if (r < 0) continue;
+          std::vector<unsigned long long> seen(offs.size()), st(2);
+          GPU_CHECK(hipMemcpy(seen.data(), d_seen.ptr, sizeof(unsigned long long) * seen.size(), hipMemcpyDeviceToHost));
+          GPU_CHECK(hipMemcpy(st.data(), stamps.ptr, sizeof(unsigned long long) * 2, hipMemcpyDeviceToHost));
+          std::vector<double> t_us(seen.size());
+          long long unseen = 0;
+          for (size_t i = 0; i < seen.size(); ++i) {
+            if (seen[i] == 0) {
+              t_us[i] = -1;
+              ++unseen;
+            } else {
+              t_us[i] = std::round((static_cast<double>(seen[i]) - static_cast<double>(st[0])) * 1e-2) * 1e-1;
+            }
+          }
+          int h_tmo = 0;
+          GPU_CHECK(hipMemcpy(&h_tmo, tmo.ptr, sizeof(int), hipMemcpyDeviceToHost));
+          JsonLine j;
+          j.str("measure", "tile_times").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n).integer("k", sh.k)
+              .str("neighbour", "poll").integer("blocks", b).integer("repeat", r).integer("poll_step", poll_step)
+              .integer("poll_sleep_ns", poll_sleep_ns).integer("point_rows", pr).integer("point_cols", pc)
+              .num("time_us", elapsed_us(g0.e, g1.e)).num("alone_time_us", sa.median)
+              .num("span_us", (static_cast<double>(st[1]) - static_cast<double>(st[0])) * 1e-3)
+              .integer("unseen_points", unseen).boolean("start_wait_timeout", h_tmo != 0)
+              .str("algo", plan.algo_fingerprint());
+          placement(b, j);
+          j.num_list("point_write_us", t_us);
+          rep.emit(j);
+        }
+      }
     }
     (void)hipblasLtDestroy(handle);
     return 0;
