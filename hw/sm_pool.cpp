@@ -375,6 +375,65 @@ struct PersistentRun {
     }
   }
 };
+// HandOut::static_two_then_counter (sm_pool.hpp): clusters of blockIdx y = 0..G-1 launched in order as
+// cluster slots free; cluster y runs units w(y), w(y) + G (< U), then units of the shared counter from 2G.
+struct ClusterRun {
+  GpcPool& pool;
+  PersistentGemm k;
+  std::function<void(int, int, bool)> on_done;
+  int G = 0, U = 0, c = 1;
+  std::vector<int> work;    // w(y)
+  std::vector<int> static_done;  // static units run by cluster y (0..2)
+  int next_y = 0, counter = 0, running = 0, exited = 0, slots_at_launch = 0, late = 0;
+  bool launched = false, finished = false, waiting = false;
+
+  void launch(const std::shared_ptr<ClusterRun>& self) {
+    waiting = false;
+    std::vector<std::pair<int, int>> started;  // (blockIdx, gpc)
+    while (next_y < G) {
+      const int g = pool.take_cluster(c);
+      if (g < 0) break;
+      started.emplace_back(next_y++, g);
+    }
+    const int n = int(started.size()) * c;
+    if (!launched) slots_at_launch = n;
+    else late += n;
+    launched = true;
+    running += n;
+    for (auto& [y, g] : started) step(self, y, g);
+    if (next_y < G && !waiting && !finished) {
+      waiting = true;
+      pool.on_release([self] { self->launch(self); });
+    }
+  }
+  // Cluster y on GPC g: its next unit (static, then the counter), or its exit (the slot goes back now).
+  void step(const std::shared_ptr<ClusterRun>& self, int y, int g) {
+    int unit = -1;
+    while (static_done[y] < 2 && unit < 0) {
+      const int u = work[y] + G * static_done[y]++;
+      if (u < U) unit = u;
+    }
+    if (unit < 0 && counter < U) unit = counter++;
+    if (unit >= 0) {
+      // The unit's rate is read once every event of this instant has run (exits and launches at the same
+      // time change the CTAs running). The agenda orders by the double time each event was given, while
+      // now() is that time rounded to the engine's picosecond clock, up to 0.5 ps below an event of this
+      // instant still waiting: 0.75 ps later orders after all of them (one picosecond on the clock).
+      pool.sim().after(0.75e-12, [self, y, g] {
+        const double dt = self->k.tile_time_s(self->running);
+        self->pool.sim().after(dt, [self, y, g] { self->step(self, y, g); });
+      });
+      return;
+    }
+    running -= c;
+    ++exited;
+    pool.give_cluster(g, c);
+    if (exited == G && !finished) {
+      finished = true;
+      on_done(slots_at_launch, late, false);
+    }
+  }
+};
 }  // namespace
 
 void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int, int, bool)> on_done) {
@@ -385,6 +444,39 @@ void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(i
   if (k.cluster > biggest)
     throw std::invalid_argument("run_persistent(" + k.label + "): a cluster of " + std::to_string(k.cluster) +
                                 " CTAs is larger than every GPC (" + std::to_string(biggest) + " SMs)");
+  if (k.hand_out == HandOut::static_two_then_counter) {
+    if (k.grid % k.cluster != 0)
+      throw std::invalid_argument("run_persistent(" + k.label + "): a grid of " + std::to_string(k.grid) +
+                                  " CTAs is not a whole number of clusters of " + std::to_string(k.cluster));
+    auto r = std::make_shared<ClusterRun>(ClusterRun{pool, k, std::move(on_done)});
+    r->c = k.cluster;
+    r->G = k.grid / k.cluster;
+    r->U = (k.tiles + k.cluster - 1) / k.cluster;
+    r->counter = 2 * r->G;
+    if (int(k.late_work_ids.size()) > r->G)
+      throw std::invalid_argument("run_persistent(" + k.label + "): " + std::to_string(k.late_work_ids.size()) +
+                                  " late work ids for " + std::to_string(r->G) + " clusters");
+    r->work.assign(r->G, -1);
+    std::vector<bool> used(r->G, false);
+    for (size_t i = 0; i < k.late_work_ids.size(); ++i) {
+      const int w = k.late_work_ids[i];
+      if (w < 0 || w >= r->G || used[w])
+        throw std::invalid_argument("run_persistent(" + k.label + "): late work id " + std::to_string(w) +
+                                    (w < 0 || w >= r->G ? " out of [0, " + std::to_string(r->G) + ")" : " listed twice"));
+      used[w] = true;
+      r->work[r->G - 1 - int(i)] = w;
+    }
+    int next_free = 0;
+    for (int y = 0; y < r->G; ++y) {
+      if (r->work[y] >= 0) continue;
+      while (used[next_free]) ++next_free;
+      r->work[y] = next_free;
+      used[next_free] = true;
+    }
+    r->static_done.assign(r->G, 0);
+    r->launch(r);
+    return;
+  }
   auto r = std::make_shared<PersistentRun>(PersistentRun{pool, k, std::move(on_done)});
   r->tiles_left = k.tiles;
   r->not_started = k.grid;

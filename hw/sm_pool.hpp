@@ -182,6 +182,35 @@ struct ClusterTileGrid {
 ClusterTileGrid pad_to_clusters(int64_t tiles_m, int64_t tiles_n, int cluster_m, int cluster_n);
 
 /**
+ * How a persistent GEMM's scheduler hands its tiles to its clusters (`PersistentGemm::hand_out`).
+ *
+ * static_two_then_counter (the default; issue 19 round 7, calibrate/data/h100/README.md "Completion-time
+ * probe", runs 15-16 on one H100): what cuBLASLt's nvjet kernels do, read off when each output tile is
+ * written (probe_smshare --mode tiletimes). The tiles are handed out in units of one cluster's tiles (a
+ * cluster of c CTAs runs c tiles at once; U = ceil(tiles / c) units, G = grid / c clusters). The cluster
+ * of blockIdx y has a work id w(y); its first two units are static, w(y) and w(y) + G (those < U); after
+ * them it takes units from one counter shared by the grid, starting at 2G, until it is exhausted, and
+ * exits. Clusters launch in blockIdx order: the first S at launch (S = the cluster slots free), the
+ * others (the late clusters, the highest blockIdx) one by one as soon as a resident cluster exits and
+ * frees its slot; a late cluster runs its two static units (then the counter, if anything is left). So
+ * every late cluster adds up to two units after the counter runs dry, and which late clusters have a
+ * second unit (w + G < U) matters when U < 2G: w(y) of the late clusters is a property of the kernel
+ * (`late_work_ids`: w(G - 1), w(G - 2), ..., measured per kernel); the blockIdx not listed take the
+ * remaining work ids in ascending order (without a list: w(y) = y). Checked on 93 configurations (9
+ * shapes, 3 nvjet kernels, B = 1..48 neighbour blocks, U = 128..832): the units written in every wave
+ * match exactly (calibrate/data/h100/analyse_r15_tiletimes.py). It explains the round-6 "whole-wave
+ * drain" as a consequence, not a rule: at U = 128 (G = 66) the 4 late clusters of B = 4 have work ids 65,
+ * 56, 64, 55, two of them with a second unit, so the kernel takes 4 unit times, not 3; at U = 192 every
+ * late cluster has 2 units and 3 late clusters (B = 3) start as the counter runs dry: 4, not 5.
+ *
+ * reserve_one_after_drain (rounds 3-6, kept for comparison and tests): each CTA runs tiles one after
+ * another while more tiles are left than CTAs not yet started (the late CTAs keep one tile each), the
+ * exited clusters' SMs go back when no CTA of the kernel is running, with the whole-wave drain wait
+ * (`whole_wave_drain_wait`) documented above.
+ */
+enum class HandOut { static_two_then_counter, reserve_one_after_drain };
+
+/**
  * A persistent GEMM kernel on a GpcPool (cuBLASLt's nvjet kernels): `grid` CTAs in clusters of
  * `cluster` share `tiles` output tiles. A cluster starts when `cluster` SMs of one GPC are free; each
  * CTA runs tiles one after another while more tiles are left than CTAs not yet started (every CTA of the
@@ -221,13 +250,22 @@ ClusterTileGrid pad_to_clusters(int64_t tiles_m, int64_t tiles_n, int cluster_m,
  * `tiles` is the count the scheduler hands out: for a clustered nvjet kernel the grid padded to whole
  * clusters (pad_to_clusters above; models/sm_sharing pads when the case gives the cluster's shape).
  * Result via on_done(slots at launch, CTAs that started late, whether the whole-wave wait was charged).
- * Errors: std::invalid_argument for tiles, grid or cluster < 1, or a cluster larger than every GPC.
+ * The paragraphs above describe HandOut::reserve_one_after_drain; the default hand-out is
+ * HandOut::static_two_then_counter (below).
+ * Errors: std::invalid_argument for tiles, grid or cluster < 1, a cluster larger than every GPC, a grid
+ * that is not a whole number of clusters (static_two_then_counter), or a late work id out of [0, G) or
+ * listed twice.
  */
+
 struct PersistentGemm {
   int tiles = 0, grid = 0, cluster = 1;
   std::function<double(int running)> tile_time_s;
   std::string label;
-  /// The whole-wave drain wait above (false: the round-3..5 engine, for comparison and tests).
+  HandOut hand_out = HandOut::static_two_then_counter;
+  /// static_two_then_counter: the work ids of the clusters of blockIdx G - 1, G - 2, ... (G = grid /
+  /// cluster), each in [0, G) and distinct; empty: w(y) = y.
+  std::vector<int> late_work_ids;
+  /// reserve_one_after_drain only: the whole-wave drain wait above (false: the round-3..5 engine).
   bool whole_wave_drain_wait = true;
 };
 void run_persistent(GpcPool& pool, const PersistentGemm& k,

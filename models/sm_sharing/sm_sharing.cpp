@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -107,6 +108,32 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
                         fmt::format("{} SMs in {}, gpu.compute_units is {}", m.map.sms(), tab.file, int(m.hw.sms)));
   m.limits.sms = int(m.hw.sms);
   m.limits.sms_per_tpc = int(m.hw.sms_per_tpc);
+  if (hwf.has_table("late_cluster_work_ids")) {
+    const hw::Table& lt = hwf.table("late_cluster_work_ids");
+    m.late_work_ids_file = lt.file;
+    for (size_t i = 0; i < lt.rows.size(); ++i) {
+      const nlohmann::json& r = lt.rows[i];
+      auto bad = [&](const std::string& what) {
+        return hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids", fmt::format("{} line {}: {}", lt.file, i + 1, what));
+      };
+      auto count = [&](const char* k) {
+        if (!r.contains(k) || !r[k].is_number_integer() || r[k].get<int64_t>() < 1 || r[k].get<int64_t>() > 1 << 20)
+          throw bad(fmt::format("'{}' must be an integer in 1..2^20", k));
+        return r[k].get<int>();
+      };
+      const int clusters = count("clusters"), ctas = count("cluster_ctas");
+      if (!r.contains("late_work_ids") || !r["late_work_ids"].is_array() || r["late_work_ids"].empty())
+        throw bad("'late_work_ids' must be a list of work ids");
+      std::vector<int> ids;
+      std::set<int> seen;
+      for (const auto& x : r["late_work_ids"]) {
+        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= clusters || !seen.insert(x.get<int>()).second)
+          throw bad(fmt::format("'late_work_ids' must hold distinct integers in 0..{}", clusters - 1));
+        ids.push_back(x.get<int>());
+      }
+      if (!m.late_work_ids.emplace(std::make_pair(clusters, ctas), ids).second) throw bad("a grid listed twice");
+    }
+  }
   return m;
 }
 
@@ -129,6 +156,7 @@ std::tuple<double, int, int, bool> persistent_run(const SmShareMachine& m, const
   pg.cluster = g.cluster;
   pg.label = "gemm";
   pg.tile_time_s = tile_time;
+  pg.late_work_ids = g.late_work_ids;
   double t_end = 0;
   int slots = 0, late = 0;
   bool whole = false;
@@ -225,6 +253,14 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   g.grid = int(v.integer("grid"));
   g.cluster = int(v.integer("cluster"));
   g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
+  std::string order = "none: w(y) = y (no late_cluster_work_ids row for this grid)";
+  if (g.cluster >= 1 && g.grid % g.cluster == 0) {
+    const auto it = m.late_work_ids.find({g.grid / g.cluster, g.cluster});
+    if (it != m.late_work_ids.end()) {
+      g.late_work_ids = it->second;
+      order = "measured: " + m.late_work_ids_file;
+    }
+  }
   SmNeighbour nb;
   nb.blocks = int(v.integer("blocks"));
   nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
@@ -235,7 +271,10 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
   return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"cta_slots", r.slots_at_launch},
           {"late_ctas", r.late_ctas}, {"whole_wave_drain", r.whole_wave_drain}, {"hbm_stretch", r.stretch},
-          {"alone_us", alone * 1e6}, {"rule", "round 3 (engine; round 6: the whole-wave drain wait; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
+          {"alone_us", alone * 1e6},
+          {"rule", "engine (hw::run_persistent, round 7 hand-out: each cluster's first two units static, then a shared counter; "
+                   "late clusters start as slots free; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
+          {"late_work_ids", order},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,10 @@ struct SmShareMachine {
   hw::SmLimits limits;
   hw::SmMap map;
   std::string path;  ///< the hardware file
+  /// The optional table late_cluster_work_ids: (clusters G, CTAs per cluster) -> the work ids of the
+  /// clusters of blockIdx G - 1, G - 2, ... (hw::PersistentGemm::late_work_ids), measured per grid.
+  std::map<std::pair<int, int>, std::vector<int>> late_work_ids;
+  std::string late_work_ids_file;  ///< where they came from (empty: no table)
 };
 SmShareMachine sm_share_machine(const hw::Hardware& hwf);
 
@@ -54,6 +59,8 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf);
 struct GemmOnSms {
   int tiles = 0, grid = 0, cluster = 1;
   hw::BlockShape block;
+  /// The late clusters' work ids (hw::PersistentGemm::late_work_ids; empty: w(y) = y).
+  std::vector<int> late_work_ids;
 };
 
 /// The kernel beside the GEMM, launched first on an idle GPU: `blocks` blocks of `block`; hbm_Bps the

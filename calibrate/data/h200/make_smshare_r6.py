@@ -177,7 +177,9 @@ NW_MISS = ("the model lacks: which drains cost one more tile time. 378 tiles on 
            "late CTAs; the last resident wave 120 of 126 / 122 of 124 slots, not a whole wave) took 4.8 tile times (82.2 us each) "
            "where the engine gives 3.9: one more tile time, at a drain the whole-wave rule does not fire on (the reverse of the "
            "384-tile shapes at B = 3 on this machine)")
-NOTES = ({f"r6/{s}/{n}/B{b}": WW_MISS for s in ("3072x4608x8192", "4096x3072x8192") for n in ("copy", "compute") for b in (3,)} |
+# Round 7 (2026-12-06, after the completion-time probe): the engine's hand-out (hw::HandOut::static_two_then_counter)
+# brings these points within tolerance, so no note is written any more (post hoc; the predictions file is unchanged).
+NOTES = {} if True else ({f"r6/{s}/{n}/B{b}": WW_MISS for s in ("3072x4608x8192", "4096x3072x8192") for n in ("copy", "compute") for b in (3,)} |
          {f"r6/2688x4608x8192/{n}/B{b}": NW_MISS for n in ("copy", "compute") for b in (3, 5)}) if MACH == "h100" else {}
 
 measured = {}
