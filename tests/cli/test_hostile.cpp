@@ -1381,7 +1381,8 @@ TEST(Terminal, FileNamesWithANewlineStayOnTheirErrorLine) {
 TEST(OutputsOverInputs, AGemmMachineFileAndItsTablesAreInputs) {
   const fs::path d = fresh_dir();
   fs::create_directories(d / "hw" / "data");
-  for (const char* f : {"hw/h200-4gpu-nvlink.yaml", "hw/h200-1gpu.yaml", "hw/data/h200-sm-map.jsonl"}) fs::copy_file(kRoot + "/" + f, d / f);
+  for (const char* f : {"hw/h200-4gpu-nvlink.yaml", "hw/h200-1gpu.yaml", "hw/data/h200-sm-map.jsonl",
+                        "hw/data/late-cluster-work-ids-h100.jsonl"}) fs::copy_file(kRoot + "/" + f, d / f);
   fs::copy_file(kRoot + "/scenarios/h200x4-afd-ffn-gemm-beside.yaml", d / "s.yaml");
   const std::string machine = read_file((d / "hw/h200-1gpu.yaml").string()), table = read_file((d / "hw/data/h200-sm-map.jsonl").string());
   for (const std::string cmd : {" run s.yaml --format json --out hw/h200-1gpu.yaml", " run s.yaml --out hw/data/h200-sm-map.jsonl",
