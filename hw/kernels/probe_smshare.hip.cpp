@@ -16,6 +16,11 @@
 //  gpcmap     "cluster_placement": a kernel launched in clusters of 2, 4, 8 and 16 CTAs (grid = the
 //             most clusters resident, from cudaOccupancyMaxActiveClusters) records each CTA's %smid: the
 //             SMs of one cluster share a GPC, which maps SMs to GPCs (CUDA only).
+//  gpcrest    "cluster_on_rest" (CUDA only): which of the SMs at or above --rest-from can host a cluster of c
+//             CTAs: a holder kernel keeps every SM below --rest-from busy (one block per SM) for ~100 ms, then
+//             k clusters of c CTAs (one per SM by shared memory; c = 2, 4, 6, 8, k = 1..12 / c) are launched;
+//             per launch each CTA's %smid and whether it started while the hold lasted (so on the rest). The
+//             CTAs of one cluster share a GPC: the clusters that run on the rest give the GPCs of those SMs.
 //  clusterres "cluster_residency" (round 5, CUDA only): a synthetic persistent kernel shaped like cuBLASLt's
 //             nvjet GEMMs (384 threads, --res-smem bytes of dynamic shared memory: one CTA per SM, clusters of
 //             2 CTAs) with G CTAs sharing T "tiles" (--res-configs GxT,...), each tile a spin of --res-unit-us
@@ -217,6 +222,31 @@ __global__ void stamp_kernel(unsigned long long* stamp, int* done, int set_done)
   }
 }
 
+// --mode gpcrest: holds every SM whose %smid is below `below` (one block per SM by its shared memory) for about
+// `spin` cycles; blocks landing on other SMs leave at once. held: blocks holding; end_ns: the latest hold's end.
+__global__ void hold_below(int below, long long spin, int* held, unsigned long long* end_ns) {
+  extern __shared__ char pad[];
+  if (threadIdx.x == 0) {
+    pad[0] = 0;
+    if (my_smid() < below) {
+      atomicAdd(held, 1);
+      const long long t0 = clock64();
+      while (clock64() - t0 < spin) {
+      }
+      atomicMax(end_ns, gtimer_ns());
+    }
+  }
+}
+// --mode gpcrest: one CTA of a cluster records its SM and its start (%globaltimer).
+__global__ void cluster_stamp(int* smids, unsigned long long* start_ns) {
+  extern __shared__ char pad[];
+  if (threadIdx.x == 0) {
+    pad[0] = 0;
+    smids[blockIdx.x] = my_smid();
+    start_ns[blockIdx.x] = gtimer_ns();
+  }
+}
+
 // Spins (one thread) until *started >= need, or about 2 s of cycles (then sets *timeout).
 __global__ void wait_started(volatile int* started, int need, int* timeout) {
   const long long t0 = clock64();
@@ -266,6 +296,7 @@ int main(int argc, char** argv) {
   const long long res_unit_us = args.integer("--res-unit-us", 20, "clusterres: one tile's spin (us)");
   const long long res_smem = args.integer("--res-smem", 213204, "clusterres: dynamic shared memory per CTA (bytes)");
   const long long res_reps = args.integer("--res-repeats", 3, "clusterres: launches per point");
+  const long long rest_from = args.integer("--rest-from", 120, "gpcrest: the first SM of the rest");
   const long long poll_step = args.integer("--poll-step", 64, "tiletimes: C is watched at the last element of each "
                                                             "step x step block");
   const long long poll_sleep_ns = args.integer("--poll-sleep-ns", 500, "tiletimes: pause between a thread's sweeps (ns)");
@@ -273,7 +304,7 @@ int main(int argc, char** argv) {
                                                                 "unrecorded)");
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
   if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap" && mode != "clusterres" &&
-      mode != "tiletimes") {
+      mode != "tiletimes" && mode != "gpcrest") {
     std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap, clusterres or tiletimes "
                  "(got %s)\n",
                  mode.c_str());
@@ -540,6 +571,69 @@ int main(int argc, char** argv) {
         }
       }
     }
+    (void)hipblasLtDestroy(handle);
+    return 0;
+#endif
+  }
+
+  if (mode == "gpcrest") {
+#if defined(FUSESIM_GPU_HIP)
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode gpcrest needs CUDA thread-block clusters\n");
+    return 2;
+#else
+    const int smem = 120 * 1024;  // more than half an SM's shared memory: one block per SM
+    GPU_CHECK(cudaFuncSetAttribute(hold_below, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const int rest = nsm - static_cast<int>(rest_from);
+    DeviceBuffer held(0, sizeof(int)), hend(0, sizeof(unsigned long long)), cs(0, sizeof(int) * 64),
+        cst(0, sizeof(unsigned long long) * 64);
+    for (int c : {2, 4, 6, 8})
+      for (int k = 1; k * c <= rest; ++k)
+        for (int r = 0; r < 2; ++r) {
+          pause();
+          GPU_CHECK(hipMemset(held.ptr, 0, sizeof(int)));
+          GPU_CHECK(hipMemset(hend.ptr, 0, sizeof(unsigned long long)));
+          GPU_CHECK(hipMemset(cs.ptr, 0xff, sizeof(int) * 64));
+          hold_below<<<nsm, 128, smem, ns.s>>>(static_cast<int>(rest_from), 200000000LL, held.as<int>(),
+                                                hend.as<unsigned long long>());
+          GPU_CHECK_LAUNCH();
+          wait_started<<<1, 1, 0, gs.s>>>(held.as<int>(), static_cast<int>(rest_from), tmo.as<int>());
+          GPU_CHECK_LAUNCH();
+          cudaLaunchConfig_t cfg{};
+          cudaLaunchAttribute attr[1];
+          attr[0].id = cudaLaunchAttributeClusterDimension;
+          attr[0].val.clusterDim.x = c;
+          attr[0].val.clusterDim.y = 1;
+          attr[0].val.clusterDim.z = 1;
+          cfg.blockDim = dim3(128, 1, 1);
+          cfg.gridDim = dim3(c * k, 1, 1);
+          cfg.dynamicSmemBytes = smem;
+          cfg.stream = gs.s;
+          cfg.attrs = attr;
+          cfg.numAttrs = 1;
+          GPU_CHECK(cudaLaunchKernelEx(&cfg, cluster_stamp, cs.as<int>(), cst.as<unsigned long long>()));
+          GPU_CHECK(hipDeviceSynchronize());
+          std::vector<int> sm(c * k);
+          std::vector<unsigned long long> st(c * k), he(1);
+          int h_held = 0, h_tmo = 0;
+          GPU_CHECK(hipMemcpy(sm.data(), cs.ptr, sizeof(int) * sm.size(), hipMemcpyDeviceToHost));
+          GPU_CHECK(hipMemcpy(st.data(), cst.ptr, sizeof(unsigned long long) * st.size(), hipMemcpyDeviceToHost));
+          GPU_CHECK(hipMemcpy(he.data(), hend.ptr, sizeof(unsigned long long), hipMemcpyDeviceToHost));
+          GPU_CHECK(hipMemcpy(&h_held, held.ptr, sizeof(int), hipMemcpyDeviceToHost));
+          GPU_CHECK(hipMemcpy(&h_tmo, tmo.ptr, sizeof(int), hipMemcpyDeviceToHost));
+          std::vector<double> smv(sm.begin(), sm.end()), during(c * k);
+          int n_during = 0;
+          for (int i = 0; i < c * k; ++i) {
+            during[i] = st[i] < he[0] ? 1 : 0;
+            n_during += st[i] < he[0];
+          }
+          JsonLine j;
+          j.str("measure", "cluster_on_rest").integer("rest_from", rest_from).integer("cluster", c).integer("clusters", k)
+              .integer("repeat", r).integer("held_blocks", h_held).boolean("start_wait_timeout", h_tmo != 0)
+              .integer("ctas_during_hold", n_during).num_list("smids", smv).num_list("started_during_hold", during);
+          rep.emit(j);
+        }
     (void)hipblasLtDestroy(handle);
     return 0;
 #endif

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Issue 19, run 19: the GPC of SMs 120..131 (ASSUMED in hw/data/h100-sm-map.jsonl), measured: probe_smshare --mode
+# gpcrest holds SMs 0..119 and launches clusters of 2, 4, 6, 8 CTAs on the rest (calibrate/data/h100/README.md,
+# "Round 7"). The tree travels as it is. usage: bash calibrate/data/h100/device_run_r7d.sh COMMIT
+set -u
+COMMIT=$1
+export PATH=$PATH:/usr/local/cuda/bin
+D=$(cd "$(dirname "$0")/../../.." && pwd)
+t0=$(date +%s)
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/ *$//')
+echo "GPU: $GPU"
+case "$GPU" in *H100*) ;; *) echo "device_run_r7d.sh: not an H100 ('$GPU'): nothing run"; exit 3 ;; esac
+nvidia-smi > $OUT/smi.txt 2>&1
+cmake -S $D/hw/kernels -B /tmp/bg -DFUSESIM_GPU=cuda -DCMAKE_BUILD_TYPE=Release -DFUSESIM_GIT_COMMIT=$COMMIT > $OUT/build.log 2>&1 &&
+  cmake --build /tmp/bg -j16 --target probe_smshare >> $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
+B=/tmp/bg/probe_smshare
+[ -x $B ] || B=$(find /tmp/bg -name probe_smshare -type f | head -1)
+C=$OUT/commands.txt; E=$OUT/errs.log
+echo "# GPU: $GPU; $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $COMMIT" > $C
+echo "probe_smshare --mode gpcrest --rest-from 120 --commit $COMMIT" >> $C
+$B --mode gpcrest --rest-from 120 --commit $COMMIT > $OUT/gpcrest.jsonl 2>> $E
+echo "gpcrest rc $? $(( $(date +%s) - t0 )) s $(grep -c . $OUT/gpcrest.jsonl) lines"
+echo "probe_smshare --mode gpcmap --commit $COMMIT" >> $C
+$B --mode gpcmap --commit $COMMIT > $OUT/gpcmap.jsonl 2>> $E
+echo "gpcmap rc $? $(( $(date +%s) - t0 )) s"
+tail -3 $E
+python3 - $OUT/gpcrest.jsonl <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    d = json.loads(l)
+    if d.get("measure") != "cluster_on_rest": continue
+    c = d["cluster"]; sm = [int(x) for x in d["smids"]]; du = d["started_during_hold"]
+    cl = [(sorted(sm[i:i + c]), int(du[i])) for i in range(0, len(sm), c)]
+    print(f"c={c} k={d['clusters']} r={d['repeat']} held={d['held_blocks']} timeout={d['start_wait_timeout']} during={d['ctas_during_hold']}:", cl)
+PY
