@@ -223,12 +223,15 @@ __global__ void stamp_kernel(unsigned long long* stamp, int* done, int set_done)
 }
 
 // --mode gpcrest: holds every SM whose %smid is below `below` (one block per SM by its shared memory) for about
-// `spin` cycles; blocks landing on other SMs leave at once. held: blocks holding; end_ns: the latest hold's end.
-__global__ void hold_below(int below, long long spin, int* held, unsigned long long* end_ns) {
+// `spin` cycles: the first block to land on such an SM claims it (claimed[smid]) and holds; blocks landing on an SM
+// already claimed or at or above `below` leave at once (launched with more blocks than SMs, so that an SM the
+// dispatcher skipped in its first pass is still claimed). held: SMs claimed; end_ns: the latest hold's end.
+__global__ void hold_below(int below, long long spin, int* claimed, int* held, unsigned long long* end_ns) {
   extern __shared__ char pad[];
   if (threadIdx.x == 0) {
     pad[0] = 0;
-    if (my_smid() < below) {
+    const int sm = my_smid();
+    if (sm < below && atomicExch(&claimed[sm], 1) == 0) {
       atomicAdd(held, 1);
       const long long t0 = clock64();
       while (clock64() - t0 < spin) {
@@ -586,7 +589,7 @@ int main(int argc, char** argv) {
     GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     const int rest = nsm - static_cast<int>(rest_from);
-    DeviceBuffer held(0, sizeof(int)), hend(0, sizeof(unsigned long long)), cs(0, sizeof(int) * 64),
+    DeviceBuffer claimed(0, sizeof(int) * nsm), held(0, sizeof(int)), hend(0, sizeof(unsigned long long)), cs(0, sizeof(int) * 64),
         cst(0, sizeof(unsigned long long) * 64);
     for (int c : {2, 4, 6, 8})
       for (int k = 1; k * c <= rest; ++k)
@@ -595,8 +598,9 @@ int main(int argc, char** argv) {
           GPU_CHECK(hipMemset(held.ptr, 0, sizeof(int)));
           GPU_CHECK(hipMemset(hend.ptr, 0, sizeof(unsigned long long)));
           GPU_CHECK(hipMemset(cs.ptr, 0xff, sizeof(int) * 64));
-          hold_below<<<nsm, 128, smem, ns.s>>>(static_cast<int>(rest_from), 200000000LL, held.as<int>(),
-                                                hend.as<unsigned long long>());
+          GPU_CHECK(hipMemset(claimed.ptr, 0, sizeof(int) * nsm));
+          hold_below<<<4 * nsm, 128, smem, ns.s>>>(static_cast<int>(rest_from), 200000000LL, claimed.as<int>(), held.as<int>(),
+                                                    hend.as<unsigned long long>());
           GPU_CHECK_LAUNCH();
           wait_started<<<1, 1, 0, gs.s>>>(held.as<int>(), static_cast<int>(rest_from), tmo.as<int>());
           GPU_CHECK_LAUNCH();
