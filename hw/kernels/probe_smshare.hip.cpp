@@ -231,7 +231,7 @@ __global__ void hold_below(int below, long long spin, int* claimed, int* held, u
   if (threadIdx.x == 0) {
     pad[0] = 0;
     const int sm = my_smid();
-    if (sm < below && atomicExch(&claimed[sm], 1) == 0) {
+    if (sm < below && atomicExch(&claimed[sm], 1) == 0) {  // claimed[sm] preset to 1: left free
       atomicAdd(held, 1);
       const long long t0 = clock64();
       while (clock64() - t0 < spin) {
@@ -300,6 +300,8 @@ int main(int argc, char** argv) {
   const long long res_smem = args.integer("--res-smem", 213204, "clusterres: dynamic shared memory per CTA (bytes)");
   const long long res_reps = args.integer("--res-repeats", 3, "clusterres: launches per point");
   const long long rest_from = args.integer("--rest-from", 120, "gpcrest: the first SM of the rest");
+  const auto free_sms = args.int_list("--free-sms", {-1}, "gpcrest: SMs below --rest-from also left free (-1: none); "
+                                                          "each list entry is tried as its own launch set, pairs as a,b");
   const long long poll_step = args.integer("--poll-step", 64, "tiletimes: C is watched at the last element of each "
                                                             "step x step block");
   const long long poll_sleep_ns = args.integer("--poll-sleep-ns", 500, "tiletimes: pause between a thread's sweeps (ns)");
@@ -591,18 +593,26 @@ int main(int argc, char** argv) {
     const int rest = nsm - static_cast<int>(rest_from);
     DeviceBuffer claimed(0, sizeof(int) * nsm), held(0, sizeof(int)), hend(0, sizeof(unsigned long long)), cs(0, sizeof(int) * 64),
         cst(0, sizeof(unsigned long long) * 64);
+    for (long long fsm : free_sms)
     for (int c : {2, 4, 6, 8})
-      for (int k = 1; k * c <= rest; ++k)
+      for (int k = 1; k * c <= rest + (fsm >= 0 ? 2 : 0); ++k)
         for (int r = 0; r < 2; ++r) {
+          if (fsm >= 0 && c == 2) continue;  // with a TPC left free: clusters of 4 and more only
           pause();
           GPU_CHECK(hipMemset(held.ptr, 0, sizeof(int)));
           GPU_CHECK(hipMemset(hend.ptr, 0, sizeof(unsigned long long)));
           GPU_CHECK(hipMemset(cs.ptr, 0xff, sizeof(int) * 64));
           GPU_CHECK(hipMemset(claimed.ptr, 0, sizeof(int) * nsm));
+          const int need = static_cast<int>(rest_from) - (fsm >= 0 ? 2 : 0);
+          if (fsm >= 0) {  // leave the TPC of SM fsm (SMs 2t, 2t + 1) free: preset as claimed
+            const int one = 1, t = static_cast<int>(fsm) / 2;
+            GPU_CHECK(hipMemcpy(claimed.as<int>() + 2 * t, &one, sizeof(int), hipMemcpyHostToDevice));
+            GPU_CHECK(hipMemcpy(claimed.as<int>() + 2 * t + 1, &one, sizeof(int), hipMemcpyHostToDevice));
+          }
           hold_below<<<4 * nsm, 128, smem, ns.s>>>(static_cast<int>(rest_from), 200000000LL, claimed.as<int>(), held.as<int>(),
                                                     hend.as<unsigned long long>());
           GPU_CHECK_LAUNCH();
-          wait_started<<<1, 1, 0, gs.s>>>(held.as<int>(), static_cast<int>(rest_from), tmo.as<int>());
+          wait_started<<<1, 1, 0, gs.s>>>(held.as<int>(), need, tmo.as<int>());
           GPU_CHECK_LAUNCH();
           cudaLaunchConfig_t cfg{};
           cudaLaunchAttribute attr[1];
@@ -633,7 +643,7 @@ int main(int argc, char** argv) {
             n_during += st[i] < he[0];
           }
           JsonLine j;
-          j.str("measure", "cluster_on_rest").integer("rest_from", rest_from).integer("cluster", c).integer("clusters", k)
+          j.str("measure", "cluster_on_rest").integer("rest_from", rest_from).integer("free_tpc_sm", fsm).integer("cluster", c).integer("clusters", k)
               .integer("repeat", r).integer("held_blocks", h_held).boolean("start_wait_timeout", h_tmo != 0)
               .integer("ctas_during_hold", n_during).num_list("smids", smv).num_list("started_during_hold", during);
           rep.emit(j);
