@@ -37,14 +37,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 REL = "calibrate/data/h100/"
 GPCMAP, ALONE = "probe_smshare_gpcmap_h100.jsonl", "probe_smshare_alone_r6_h100.jsonl"
+# The late clusters' work ids of nvjet's grid of 66 clusters of 2 (round 7, runs 15-16), as hw/h100-1gpu.yaml's table.
+LATE_SRC = ("the work ids (the first unit each cluster runs) of the late clusters, blockIdx 65, 64, ..., of nvjet's persistent grid "
+            "of 66 clusters of 2 CTAs (grid (2, 66, 1)), read off when each output tile is written beside a polling neighbour of "
+            "B = 1..48 blocks (probe_smshare --mode tiletimes; calibrate/data/h100/probe_smshare_tiletimes_r16_h100.jsonl, run 16 on "
+            "one NVIDIA H100 80GB HBM3, 2026-12-06, probe commit 1d676bc; calibrate/data/h100/analyse_r15_tiletimes.py): the same "
+            "list for both kernels measured (192x192 2x1 on 1536x6144x8192, 256x128 1x2 on 4096x3072x8192, the latter's work ids "
+            "numbered row-pair-major) and for every shape of run 15; the late set grows one cluster slot at a time; where several "
+            "ids turn late at the same B (B = 26..48) their order is not measured and is kept as listed.")
+# Runs 19-20 (round 7): clusters of 4..8 CTAs on the SMs left free beside a holder of SMs 0..119 (probe_smshare --mode
+# gpcrest) and, after the hold, anywhere: their SMs share a GPC (only the membership is used).
+GPCREST = ["probe_smshare_gpcrest_r19a_h100.jsonl", "probe_smshare_gpcrest_r19_h100.jsonl", "probe_smshare_gpcmap_r19_h100.jsonl",
+           "probe_smshare_gpcrest_r20_h100.jsonl", "probe_smshare_gpcfree_r20_h100.jsonl", "probe_smshare_gpcmap_r20_h100.jsonl"]
 NCU0, NCUR, CMDS = "ncu_launchstats_gemm_once_r6_h100.csv", "ncu_launchstats_rates_h100.csv", "commands_run12_h100.txt"
 LINE_TARGETS = (0, 128, 124, 116, 100, 99, 84, 66)
 CAP_TARGETS = (4, 8, 16)
 
 
 def gpc_groups(rows, nsm, per_tpc):
-    """GPC groups: union of the SMs of each cluster of >= 4 CTAs; SMs in none attached a TPC at a time, in TPC order,
-    to the largest groups in group order (cycling), as make_sm_map_r3.py attached SMs 120..131 to GPCs 1..6."""
+    """GPC groups: union of the SMs of each cluster of >= 4 CTAs (run 12's cluster placements and, since round 7,
+    runs 19-20's clusters on the SMs the others left free, GPCREST: TPC 60 with GPC 6, TPC 61 with GPC 7); SMs in
+    none attached a TPC at a time, in TPC order, to the largest groups in group order (cycling) among the groups no
+    measured cluster extended beyond the SMs run 12 placed clusters on (an ASSUMPTION, as make_sm_map_r3.py
+    attached SMs 120..131 to GPCs 1..6)."""
     par = list(range(nsm))
     def find(x):
         while par[x] != x:
@@ -52,7 +67,7 @@ def gpc_groups(rows, nsm, per_tpc):
         return x
     seen = set()
     for d in rows:
-        if d.get("measure") != "cluster_placement" or d["cluster"] < 4: continue
+        if d.get("measure") not in ("cluster_placement", "cluster_on_rest") or d["cluster"] < 4: continue
         s = [int(v) for v in d["smids"]]
         for i in range(0, len(s), d["cluster"]):
             seen.update(s[i:i + d["cluster"]])
@@ -62,8 +77,10 @@ def gpc_groups(rows, nsm, per_tpc):
     groups = sorted(groups.values(), key=lambda g: g[0])
     left = sorted(set(range(nsm)) - seen)
     tpcs = sorted({s // per_tpc for s in left})
-    big = max(len(g) for g in groups)
-    targets = [g for g in groups if len(g) == big]
+    base = set(int(v) for d in rows if d.get("measure") == "cluster_placement" and d["cluster"] >= 4 for v in d["smids"])
+    plain = [g for g in groups if set(g) <= base]  # groups no measured extra TPC joined
+    big = max(len(g) for g in plain)
+    targets = [g for g in plain if len(g) == big]
     for i, t in enumerate(tpcs):
         targets[i % len(targets)] += [s for s in left if s // per_tpc == t]
     return groups, left
@@ -210,7 +227,7 @@ print(f"copy plateau (B = {sorted(plat)}): {', '.join(f'{plat[b]:.1f}' for b in 
 # ---- SM map
 if dev.get("# TPCs", 0) <= 0 or dev.get("# SMs") != NSM: sys.exit(f"{NCU0}: '# SMs' {dev.get('# SMs')} / '# TPCs' {dev.get('# TPCs')}")
 PER = dev["# SMs"] // dev["# TPCs"]
-groups, left = gpc_groups(lines(GPCMAP), NSM, PER)
+groups, left = gpc_groups(lines(GPCMAP) + [r for f in GPCREST for r in lines(f)], NSM, PER)
 gid = {s: i for i, g in enumerate(groups) for s in g}
 if len(gid) != NSM: sys.exit(f"the GPC groups hold {len(gid)} SMs, not {NSM}")
 first = first_sms([d for d in nbr if d["neighbour"] == "copy"])
@@ -249,6 +266,7 @@ y = [f"# One {mach['gpu_name']}, the lent `nvidia-h100-x1` machine ({NSM} SMs in
      f'  tile_rate_max: {{value: "{cap:.5g}TFLOPs", kind: fitted, source: "the per-SM tile rate with few CTAs running, r_line({NSM}) x the median over {len(ratios)} shapes of (median rate planned for 4, 8, 16 SMs) / (rate of the default plan) = {rl(NSM):.4f} x {ratio:.4f} (per-shape ratios {min(ratios):.3f}-{max(ratios):.3f}); the line reaches it at {(r0 - cap) / slope:.0f} CTAs; fit_tile_rate_cap_r5.py\'s rule, grid and tile of each plan from ncu; the GEMM alone only (calibrate/data/h100/make_h100_hw.py)", {fit()}, sigma: "{cap_sig:.3g}TFLOPs"}}',
      '  hbm_queue_kappa: {value: "0.06333", kind: derived, source: "ASSUMED, not measured on this machine: borrowed from the H200 beside fit (hw/h200-1gpu.yaml smshare.hbm_queue_kappa, round 3, calibrate/data/h200/fit_hbm_kappa_r3.py over the H200 rounds 1-2 copy/compute pairs, sigma 0.0027 there). Only beside data identifies kappa and none of this H100 may be fitted before its predictions; the stretch 1 + kappa u/(1-u) takes u = the copy kernel alone at B / THIS machine\'s memory.fabric_bandwidth, so only the coefficient is borrowed", note: "assumed (borrowed from the H200); the hardware file format has no kind assumed"}',
      "tables:",
-     f'  sm_map: {{file: data/h100-sm-map.jsonl, kind: measured, source: "GPC of each SM from clusters of 4/8/16 CTAs ({REL}{GPCMAP}, probe_smshare --mode gpcmap, {src_run}): {len(groups)} GPCs of {"/".join(str(len(g)) for g in groups)} SMs; the GPC of SMs {left if left else "none"} (in no cluster of >= 4) ASSUMED, attached a TPC at a time to the largest GPCs in order as on the H200; TPC = SM / {PER} (ncu); the dispatcher\'s first SMs {first} from the neighbours alone at B = 1..8 ({REL}{ALONE}); the dispatch rule gives the measured set in {n_chk - bad} of {n_chk} neighbour-alone records (calibrate/data/h100/make_h100_hw.py)"}}']
+     f'  sm_map: {{file: data/h100-sm-map.jsonl, kind: measured, source: "GPC of each SM from clusters of 4/8/16 CTAs ({REL}{GPCMAP}, probe_smshare --mode gpcmap, {src_run}): {len(groups)} GPCs of {"/".join(str(len(g)) for g in groups)} SMs; the GPC of SMs 120..123 (TPCs 60, 61) from clusters of 4..8 CTAs that ran with them (probe_smshare --mode gpcrest and gpcmap, runs 19-20 on an H100, 2026-12-06: {", ".join(REL + f for f in GPCREST)}); the GPC of SMs {left if left else "none"} (in no cluster of >= 4) ASSUMED, attached a TPC at a time to the largest GPCs no measured TPC joined, in order; TPC = SM / {PER} (ncu); the dispatcher\'s first SMs {first} from the neighbours alone at B = 1..8 ({REL}{ALONE}); the dispatch rule gives the measured set in {n_chk - bad} of {n_chk} neighbour-alone records (calibrate/data/h100/make_h100_hw.py)"}}',
+     '  late_cluster_work_ids: {file: data/late-cluster-work-ids-h100.jsonl, kind: measured, source: "' + LATE_SRC + '"}']
 open(os.path.join(ROOT, "hw", "h100-1gpu.yaml"), "w").write("\n".join(y) + "\n")
 print("wrote hw/h100-1gpu.yaml and hw/data/h100-sm-map.jsonl")
