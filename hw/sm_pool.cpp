@@ -2,6 +2,7 @@
 #include "hw/sm_pool.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -382,31 +383,74 @@ struct ClusterRun {
   PersistentGemm k;
   std::function<void(int, int, bool)> on_done;
   int G = 0, U = 0, c = 1;
-  std::vector<int> work;    // w(y)
+  std::vector<int> work;         // w(y)
   std::vector<int> static_done;  // static units run by cluster y (0..2)
   int next_y = 0, counter = 0, running = 0, exited = 0, slots_at_launch = 0, late = 0;
   bool launched = false, finished = false, waiting = false;
+  // Fluid progress: every running cluster advances its unit at 1 / tile_time_s(running CTAs) units per second,
+  // re-read whenever the CTAs running change (a unit does not keep the rate it started at). V: the work one
+  // cluster has done since the start (units); active: V at which each running unit ends -> (blockIdx, gpc).
+  double V = 0, t_last = 0;
+  std::multimap<double, std::pair<int, int>> active;
+  sim::Timer timer{};
+  bool timer_set = false;
 
+  void advance() {
+    const double now = pool.sim().now();
+    if (running > 0 && now > t_last) V += (now - t_last) / k.tile_time_s(running);
+    t_last = now;
+  }
+  void reschedule(const std::shared_ptr<ClusterRun>& self) {
+    if (timer_set) pool.sim().cancel(timer);
+    timer_set = false;
+    if (active.empty() || running <= 0) return;
+    const double dt = std::max(0.0, (active.begin()->first - V) * k.tile_time_s(running));
+    timer = pool.sim().after(dt, [self] { self->complete(self); });
+    timer_set = true;
+  }
+  // The units whose work is done (within rounding) end now; their clusters take the next unit or exit.
+  void complete(const std::shared_ptr<ClusterRun>& self) {
+    timer_set = false;
+    advance();
+    std::vector<std::pair<int, int>> ended;
+    // "Done" within the engine's picosecond clock: the timer fires at its time rounded to a picosecond, which can
+    // fall a fraction of one short of the unit's end.
+    const double eps = running > 0 ? 1e-12 / k.tile_time_s(running) : 0;
+    while (!active.empty() && active.begin()->first <= V + eps) {
+      ended.push_back(active.begin()->second);
+      active.erase(active.begin());
+    }
+    for (auto& [y, g] : ended) step(self, y, g);
+    reschedule(self);
+  }
   void launch(const std::shared_ptr<ClusterRun>& self) {
     waiting = false;
-    std::vector<std::pair<int, int>> started;  // (blockIdx, gpc)
-    while (next_y < G) {
-      const int g = pool.take_cluster(c);
-      if (g < 0) break;
-      started.emplace_back(next_y++, g);
+    advance();
+    // Until no slot is free: a cluster with no unit (U < G) exits as it starts, and its slot goes to the next
+    // cluster at once (no waiter is registered yet to hear that release).
+    for (;;) {
+      std::vector<std::pair<int, int>> started;  // (blockIdx, gpc)
+      while (next_y < G) {
+        const int g = pool.take_cluster(c);
+        if (g < 0) break;
+        started.emplace_back(next_y++, g);
+      }
+      if (started.empty()) break;
+      const int n = int(started.size()) * c;
+      if (!launched) slots_at_launch = n;
+      else late += n;
+      launched = true;
+      running += n;
+      for (auto& [y, g] : started) step(self, y, g);
     }
-    const int n = int(started.size()) * c;
-    if (!launched) slots_at_launch = n;
-    else late += n;
-    launched = true;
-    running += n;
-    for (auto& [y, g] : started) step(self, y, g);
     if (next_y < G && !waiting && !finished) {
       waiting = true;
       pool.on_release([self] { self->launch(self); });
     }
+    reschedule(self);
   }
-  // Cluster y on GPC g: its next unit (static, then the counter), or its exit (the slot goes back now).
+  // Cluster y on GPC g, at an instant advance() has reached: its next unit (static, then the counter), or its
+  // exit (the slot goes back now).
   void step(const std::shared_ptr<ClusterRun>& self, int y, int g) {
     int unit = -1;
     while (static_done[y] < 2 && unit < 0) {
@@ -415,14 +459,7 @@ struct ClusterRun {
     }
     if (unit < 0 && counter < U) unit = counter++;
     if (unit >= 0) {
-      // The unit's rate is read once every event of this instant has run (exits and launches at the same
-      // time change the CTAs running). The agenda orders by the double time each event was given, while
-      // now() is that time rounded to the engine's picosecond clock, up to 0.5 ps below an event of this
-      // instant still waiting: 0.75 ps later orders after all of them (one picosecond on the clock).
-      pool.sim().after(0.75e-12, [self, y, g] {
-        const double dt = self->k.tile_time_s(self->running);
-        self->pool.sim().after(dt, [self, y, g] { self->step(self, y, g); });
-      });
+      active.emplace(V + 1.0, std::make_pair(y, g));
       return;
     }
     running -= c;

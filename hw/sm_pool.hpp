@@ -195,7 +195,8 @@ ClusterTileGrid pad_to_clusters(int64_t tiles_m, int64_t tiles_n, int cluster_m,
  * frees its slot; a late cluster runs its two static units (then the counter, if anything is left). So
  * every late cluster adds up to two units after the counter runs dry, and which late clusters have a
  * second unit (w + G < U) matters when U < 2G: w(y) of the late clusters is a property of the kernel
- * (`late_work_ids`: w(G - 1), w(G - 2), ..., measured per kernel); the blockIdx not listed take the
+ * (`late_work_ids`: w(G - 1), w(G - 2), ..., measured per grid: runs 15-16 found one list for 66 clusters
+ * of 2 on three kernels); the blockIdx not listed take the
  * remaining work ids in ascending order (without a list: w(y) = y). Checked on 93 configurations (9
  * shapes, 3 nvjet kernels, B = 1..48 neighbour blocks, U = 128..832): the units written in every wave
  * match exactly (calibrate/data/h100/analyse_r15_tiletimes.py). It explains the round-6 "whole-wave
@@ -212,15 +213,21 @@ enum class HandOut { static_two_then_counter, reserve_one_after_drain };
 
 /**
  * A persistent GEMM kernel on a GpcPool (cuBLASLt's nvjet kernels): `grid` CTAs in clusters of
- * `cluster` share `tiles` output tiles. A cluster starts when `cluster` SMs of one GPC are free; each
- * CTA runs tiles one after another while more tiles are left than CTAs not yet started (every CTA of the
- * grid runs at least its first tile, so the CTAs that could not start at launch, the late ones, keep one
- * tile each), then exits; the exited clusters' SMs go back when no CTA of the kernel is running (the
- * resident CTAs drained), and the late clusters start on them. That the late CTAs do not overlap the
- * drain's last partial wave is the form rounds 1-2 of calibrate/data/h200/ fit, not read from cuBLASLt's
- * scheduler. A tile lasts tile_time_s(n) for the n CTAs running when it starts. With S slots free for the
- * whole run and equal tiles this gives ceil((tiles - L) / S) + ceil(L / S) tile times, L = grid - S
- * (the late-CTA rule of round 2, now an engine mechanism), plus the whole-wave wait below.
+ * `cluster` share `tiles` output tiles. A cluster starts when `cluster` SMs of one GPC are free. How the
+ * tiles reach the clusters is `hand_out` (HandOut above). The default, static_two_then_counter, runs
+ * units of `cluster` tiles: every running cluster advances its unit at 1 / tile_time_s(n) units per
+ * second, n the CTAs running, re-read whenever n changes (fluid progress: a unit does not keep the rate
+ * it started at; all running units share one rate, the tile-rate line's per-SM rate at n CTAs).
+ *
+ * The rest of this comment describes HandOut::reserve_one_after_drain, the rule of rounds 3-6, kept for
+ * comparison and tests: each CTA runs tiles one after another while more tiles are left than CTAs not yet
+ * started (every CTA of the grid runs at least its first tile, so the CTAs that could not start at
+ * launch, the late ones, keep one tile each), then exits; the exited clusters' SMs go back when no CTA of
+ * the kernel is running (the resident CTAs drained), and the late clusters start on them. That the late
+ * CTAs do not overlap the drain's last partial wave is the form rounds 1-2 of calibrate/data/h200/ fit,
+ * not read from cuBLASLt's scheduler. A tile lasts tile_time_s(n) for the n CTAs running when it starts.
+ * With S slots free for the whole run and equal tiles this gives ceil((tiles - L) / S) + ceil(L / S) tile
+ * times, L = grid - S (the late-CTA rule of round 2), plus the whole-wave wait below.
  *
  * The whole-wave drain wait (round 6 of issue 19; `whole_wave_drain_wait`, on by default): when the CTAs
  * resident at launch of a PERSISTENT grid (tiles > grid) drain for the first time with late clusters
@@ -253,8 +260,10 @@ enum class HandOut { static_two_then_counter, reserve_one_after_drain };
  * The paragraphs above describe HandOut::reserve_one_after_drain; the default hand-out is
  * HandOut::static_two_then_counter (below).
  * Errors: std::invalid_argument for tiles, grid or cluster < 1, a cluster larger than every GPC, a grid
- * that is not a whole number of clusters (static_two_then_counter), or a late work id out of [0, G) or
- * listed twice.
+ * that is not a whole number of clusters (static_two_then_counter), more late work ids than clusters, or
+ * a late work id out of [0, G) or listed twice. A run in which no cluster ever finds free SMs (a
+ * neighbour holding them for ever) never calls on_done: the caller must check (models::gemm_beside
+ * raises models::ParamError).
  */
 
 struct PersistentGemm {

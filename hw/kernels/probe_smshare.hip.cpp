@@ -283,7 +283,7 @@ std::vector<Shape> parse_shapes(const std::vector<std::string>& v) {
 int main(int argc, char** argv) {
   Args args(argc, argv);
   const Args::RunOptions opt = args.run_options(15, 3);
-  const std::string mode = args.str("--mode", "alone", "alone | gemm_once | beside | gpcmap | clusterres | tiletimes");
+  const std::string mode = args.str("--mode", "alone", "alone | gemm_once | beside | gpcmap | clusterres | tiletimes | gpcrest");
   const auto shapes = parse_shapes(args.str_list("--shapes", {"4096x4096x4096", "8192x8192x4096", "2048x7168x4096",
                                                                "1024x4096x8192"}, "GEMM shapes MxNxK"));
   const auto sm_targets = args.int_list("--sm-targets", {0, 128, 124, 116, 100, 99, 84, 66}, "SM-count targets (0: default)");
@@ -300,8 +300,8 @@ int main(int argc, char** argv) {
   const long long res_smem = args.integer("--res-smem", 213204, "clusterres: dynamic shared memory per CTA (bytes)");
   const long long res_reps = args.integer("--res-repeats", 3, "clusterres: launches per point");
   const long long rest_from = args.integer("--rest-from", 120, "gpcrest: the first SM of the rest");
-  const auto free_sms = args.int_list("--free-sms", {-1}, "gpcrest: SMs below --rest-from also left free (-1: none); "
-                                                          "each list entry is tried as its own launch set, pairs as a,b");
+  const auto free_sms = args.int_list("--free-sms", {-1}, "gpcrest: the TPCs of these SMs (below --rest-from) left free as "
+                                                          "well, one per launch set (-1: none)");
   const long long poll_step = args.integer("--poll-step", 64, "tiletimes: C is watched at the last element of each "
                                                             "step x step block");
   const long long poll_sleep_ns = args.integer("--poll-sleep-ns", 500, "tiletimes: pause between a thread's sweeps (ns)");
@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
   args.finish("probe_smshare: a GEMM beside a kernel holding B SMs (JSON lines on stdout)");
   if (mode != "alone" && mode != "gemm_once" && mode != "beside" && mode != "gpcmap" && mode != "clusterres" &&
       mode != "tiletimes" && mode != "gpcrest") {
-    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap, clusterres or tiletimes "
+    std::fprintf(stderr, "fusesim: probe_smshare: --mode must be alone, gemm_once, beside, gpcmap, clusterres, tiletimes or gpcrest "
                  "(got %s)\n",
                  mode.c_str());
     return 2;
@@ -531,6 +531,7 @@ int main(int argc, char** argv) {
           GPU_CHECK(hipMemsetAsync(d_seen.ptr, 0, sizeof(unsigned long long) * offs.size(), gs.s));
           GPU_CHECK(hipMemsetAsync(done.ptr, 0, sizeof(int), gs.s));
           GPU_CHECK(hipMemsetAsync(started.ptr, 0, sizeof(int), gs.s));
+          GPU_CHECK(hipMemsetAsync(tmo.ptr, 0, sizeof(int), gs.s));
           GPU_CHECK(hipStreamSynchronize(gs.s));
           nb_poll<<<b, 512, 0, ns.s>>>(c.as<unsigned short>(), d_offs.as<long long>(), np,
                                        d_seen.as<unsigned long long>(), done.as<int>(), smids.as<int>(),
@@ -591,6 +592,16 @@ int main(int argc, char** argv) {
     GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     GPU_CHECK(cudaFuncSetAttribute(cluster_stamp, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     const int rest = nsm - static_cast<int>(rest_from);
+    if (rest_from < 1 || rest < 1 || rest + 2 > 64) {
+      std::fprintf(stderr, "fusesim: probe_smshare: --rest-from must leave 1..62 SMs above it (%d SMs; got %lld)\n", nsm,
+                   rest_from);
+      return 2;
+    }
+    for (long long f : free_sms)
+      if (f != -1 && (f < 0 || f >= rest_from)) {
+        std::fprintf(stderr, "fusesim: probe_smshare: --free-sms: %lld is not an SM below --rest-from (%lld) or -1\n", f, rest_from);
+        return 2;
+      }
     DeviceBuffer claimed(0, sizeof(int) * nsm), held(0, sizeof(int)), hend(0, sizeof(unsigned long long)), cs(0, sizeof(int) * 64),
         cst(0, sizeof(unsigned long long) * 64);
     for (long long fsm : free_sms)
@@ -603,6 +614,7 @@ int main(int argc, char** argv) {
           GPU_CHECK(hipMemset(hend.ptr, 0, sizeof(unsigned long long)));
           GPU_CHECK(hipMemset(cs.ptr, 0xff, sizeof(int) * 64));
           GPU_CHECK(hipMemset(claimed.ptr, 0, sizeof(int) * nsm));
+          GPU_CHECK(hipMemset(tmo.ptr, 0, sizeof(int)));
           const int need = static_cast<int>(rest_from) - (fsm >= 0 ? 2 : 0);
           if (fsm >= 0) {  // leave the TPC of SM fsm (SMs 2t, 2t + 1) free: preset as claimed
             const int one = 1, t = static_cast<int>(fsm) / 2;

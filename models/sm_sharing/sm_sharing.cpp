@@ -111,11 +111,18 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
   if (hwf.has_table("late_cluster_work_ids")) {
     const hw::Table& lt = hwf.table("late_cluster_work_ids");
     m.late_work_ids_file = lt.file;
+    if (lt.rows.empty())
+      throw hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids",
+                          fmt::format("{} holds no row (expected one per grid: clusters, cluster_ctas, late_work_ids)", lt.file));
     for (size_t i = 0; i < lt.rows.size(); ++i) {
       const nlohmann::json& r = lt.rows[i];
       auto bad = [&](const std::string& what) {
-        return hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids", fmt::format("{} line {}: {}", lt.file, i + 1, what));
+        return hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids", fmt::format("{} row {}: {}", lt.file, i + 1, what));
       };
+      if (!r.is_object()) throw bad("expected an object {clusters, cluster_ctas, late_work_ids}");
+      for (const auto& [key, val] : r.items())
+        if (key != "clusters" && key != "cluster_ctas" && key != "late_work_ids")
+          throw bad(fmt::format("unknown key '{}' (expected clusters, cluster_ctas, late_work_ids)", key));
       auto count = [&](const char* k) {
         if (!r.contains(k) || !r[k].is_number_integer() || r[k].get<int64_t>() < 1 || r[k].get<int64_t>() > 1 << 20)
           throw bad(fmt::format("'{}' must be an integer in 1..2^20", k));
@@ -159,14 +166,19 @@ std::tuple<double, int, int, bool> persistent_run(const SmShareMachine& m, const
   pg.late_work_ids = g.late_work_ids;
   double t_end = 0;
   int slots = 0, late = 0;
-  bool whole = false;
+  bool whole = false, done = false;
   hw::run_persistent(pool, pg, [&](int s, int l, bool w) {
     t_end = sim.now();
     slots = s;
     late = l;
     whole = w;
+    done = true;
   });
   sim.run();
+  if (!done)
+    throw ParamError("blocks", fmt::format("the GEMM never finishes: its clusters of {} CTAs find no free SMs of one GPC while the "
+                                           "neighbour holds {} SMs{}", g.cluster, held.size(),
+                                           std::isfinite(hold_s) ? "" : " for ever (give it a finite cover)"));
   return {t_end, slots, late, whole};
 }
 }  // namespace
@@ -178,6 +190,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
   if (!(alone_s > 0) || !std::isfinite(alone_s))
     throw ParamError("alone_time_us", fmt::format("the GEMM's alone time must be > 0 and finite, not {} s", alone_s));
   if (nb.blocks < 0) throw ParamError("blocks", "the neighbour's blocks must be >= 0");
+  if (g.grid % g.cluster != 0)
+    throw ParamError("grid", fmt::format("a grid of {} CTAs is not a whole number of clusters of {}", g.grid, g.cluster));
   const SmSharingHw& h = m.hw;
   auto rate = [&](int running) { return h.tile_rate(running); };
   if (rate(m.limits.sms) <= 0)
@@ -188,6 +202,15 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     throw ParamError("gemm_threads", fmt::format("the GEMM's block: {}", e.what()));
   }
   BesideResult r;
+  // The late clusters' work ids: the case's, else the machine's table row for this grid (G clusters of c).
+  GemmOnSms gw = g;
+  r.late_work_ids_source = "none: w(y) = y (no late_cluster_work_ids row for this grid)";
+  if (!g.late_work_ids.empty()) {
+    r.late_work_ids_source = "given";
+  } else if (const auto it = m.late_work_ids.find({g.grid / g.cluster, g.cluster}); it != m.late_work_ids.end()) {
+    gw.late_work_ids = it->second;
+    r.late_work_ids_source = "measured: " + m.late_work_ids_file;
+  }
   if (nb.hbm_Bps > 0) {
     if (h.hbm_queue_kappa < 0)
       throw ParamError("neighbour_alone_GBps",
@@ -215,7 +238,7 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     if (!hw::can_share(m.limits, nb.block, 1, g.block)) held = hw::dispatch_placement(m.map, nb.blocks);
   }
   r.held_sms = int(held.size());
-  const auto [t_alone, s_alone, l_alone, w_alone] = persistent_run(m, g, {}, 0, tile_time, held.empty() ? trace : nullptr);
+  const auto [t_alone, s_alone, l_alone, w_alone] = persistent_run(m, gw, {}, 0, tile_time, held.empty() ? trace : nullptr);
   r.alone_s = alone_s;
   const double scale = alone_s / t_alone;
   if (held.empty()) {
@@ -225,7 +248,7 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     r.whole_wave_drain = w_alone;
     return r;
   }
-  const auto [t_b, slots, late, whole] = persistent_run(m, g, held, nb.length_s / scale, tile_time, trace);
+  const auto [t_b, slots, late, whole] = persistent_run(m, gw, held, nb.length_s / scale, tile_time, trace);
   r.beside_s = t_b * scale;
   r.slots_at_launch = slots;
   r.late_ctas = late;
@@ -253,14 +276,6 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   g.grid = int(v.integer("grid"));
   g.cluster = int(v.integer("cluster"));
   g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
-  std::string order = "none: w(y) = y (no late_cluster_work_ids row for this grid)";
-  if (g.cluster >= 1 && g.grid % g.cluster == 0) {
-    const auto it = m.late_work_ids.find({g.grid / g.cluster, g.cluster});
-    if (it != m.late_work_ids.end()) {
-      g.late_work_ids = it->second;
-      order = "measured: " + m.late_work_ids_file;
-    }
-  }
   SmNeighbour nb;
   nb.blocks = int(v.integer("blocks"));
   nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
@@ -274,7 +289,7 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
           {"alone_us", alone * 1e6},
           {"rule", "engine (hw::run_persistent, round 7 hand-out: each cluster's first two units static, then a shared counter; "
                    "late clusters start as slots free; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
-          {"late_work_ids", order},
+          {"late_work_ids", r.late_work_ids_source},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace

@@ -79,9 +79,13 @@ struct SmNeighbour {
 struct BesideResult {
   double alone_s = 0, beside_s = 0, stretch = 1;
   int slots_at_launch = 0, late_ctas = 0, held_sms = 0;
-  /// The engine charged the whole-wave drain wait (hw::PersistentGemm, round 6): one tile time more.
+  /// The engine charged round 6's whole-wave drain wait: only with hw::HandOut::reserve_one_after_drain;
+  /// always false under the default hand-out (kept in the result for comparison with older outputs).
   bool whole_wave_drain = false;
   double hbm_u = 0;  ///< the neighbour's HBM rate / HBM capacity
+  /// Where the late clusters' work ids came from: "given" (GemmOnSms), "measured: <table file>" (the
+  /// machine's late_cluster_work_ids row for this grid) or "none: w(y) = y ...".
+  std::string late_work_ids_source;
   /// The GEMM's time beside over its time alone (SM pool x HBM stretch).
   double slowdown() const { return beside_s / alone_s * stretch; }
 };
@@ -91,10 +95,10 @@ struct BesideResult {
  * model (run_sm_sharing_case) and `fusesim trace whatif --comm-stream`'s SM-sharing charge: the
  * neighbour's blocks land on hw::dispatch_placement over the machine's sm_map and hold those SMs
  * (unless a GEMM block fits beside one of its blocks, hw::can_share) for nb.length_s; the GEMM runs as
- * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, late CTAs keep one tile each; the
- * late clusters start one tile time later when the first drain of a persistent grid ends on a whole wave,
- * the empirical whole-wave drain wait of round 6 documented at hw::PersistentGemm), a
- * tile started with n CTAs running lasting c / r(n), r(n) the machine's tile-rate line capped at
+ * hw::run_persistent on a hw::GpcPool (clusters of free SMs of one GPC, handed out as round 7 measured:
+ * each cluster's first two units static, then a shared counter, late clusters starting as slots free,
+ * their work ids from the machine's late_cluster_work_ids row for this grid when it has one, see
+ * hw::HandOut), a unit progressing with n CTAs running at the rate of a tile lasting c / r(n), r(n) the machine's tile-rate line capped at
  * smshare.tile_rate_max where the file gives it (SmSharingHw::tile_rate: the GEMM planned for 4..16 SMs
  * alone runs at 1.13-1.18 x its rate at 132 CTAs, not the line's 1.25; round 5) and c such that
  * the same engine run with nothing beside takes alone_s (for a grid that starts whole alone:
@@ -138,14 +142,16 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
  * engine computes every mechanism from the kernels' attributes and the hardware file, by gemm_beside()): the neighbour's
  * B blocks land on hw::dispatch_placement over the machine's `sm_map` table and hold those SMs (unless
  * a GEMM block fits beside one, hw::can_share) for cover x alone_time_us; the GEMM runs as
- * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, late CTAs keep one
- * tile each, the whole-wave drain wait of round 6), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
+ * hw::run_persistent on a hw::GpcPool (clusters of `cluster` free SMs of one GPC, round 7's hand-out:
+ * first two units static, then a shared counter; late clusters as slots free, their work ids from the
+ * hardware table late_cluster_work_ids for this grid), a tile lasting alone_time / ceil(tiles / grid) x r(grid) / r(n) for n CTAs running (r(n) =
  * SmSharingHw::tile_rate: the line capped at smshare.tile_rate_max where the file gives it, round 5); a copy
  * neighbour stretches it by 1 + kappa u / (1 - u), u = neighbour_alone_GBps / HBM, kappa the machine's
  * smshare.hbm_queue_kappa (one coefficient for every shape, calibrate/data/h200/fit_hbm_kappa_r3.py).
  * Result: predicted_us, phases (gemm, neighbour), cta_slots, tiles (the output tiles), scheduled_tiles (the
  * padded count the rules ran; = tiles without a cluster shape), cluster_units (with a cluster shape),
- * hbm_stretch (round 2: waves; round 3: late_ctas, whole_wave_drain, rule).
+ * hbm_stretch (round 2: waves; round 3: late_ctas, whole_wave_drain (false under round 7's hand-out), rule,
+ * late_work_ids: where the late clusters' work ids came from).
  * Errors: models::ParamError naming the key (a value out of range, a neighbour without blocks; round 2:
  * a copy neighbour without hbm_queue_kappa, u >= 1, a GEMM outlasting the neighbour's cover; round 3: a
  * machine without the sm_map table or, for a copy neighbour, without smshare.hbm_queue_kappa).

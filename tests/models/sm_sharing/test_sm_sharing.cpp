@@ -516,3 +516,99 @@ TEST(SmMapRound7, TheHandOutReproducesTheMeasuredWaveCounts) {
   k.grid = 131;  // not a whole number of clusters
   EXPECT_THROW(hw::run_persistent(pool, k, [](int, int, bool) {}), std::invalid_argument);
 }
+
+TEST(SmMapRound7, ASlotFreedAtLaunchGoesToTheNextCluster) {
+  // tiny_map, SM 5 held: 3 cluster slots for G = 4 clusters of 2; 4 tiles = U = 2 units < G. The late cluster
+  // (blockIdx 3) has work id 1; blockIdx 0, 1, 2 take 0, 2, 3. Clusters 1 and 2 have no unit and exit as they
+  // start, so the late cluster starts at once: everything ends after one unit (1 us), not two.
+  sim::Simulation sim;
+  hw::GpcPool pool(sim, tiny_map());
+  pool.hold({5}, "neighbour");
+  hw::PersistentGemm k;
+  k.tiles = 4;
+  k.grid = 8;
+  k.cluster = 2;
+  k.tile_time_s = [](int) { return 1e-6; };
+  k.late_work_ids = {1};
+  double end = -1;
+  int late = -1;
+  hw::run_persistent(pool, k, [&](int, int l, bool) {
+    end = sim.now();
+    late = l;
+  });
+  sim.run();
+  EXPECT_NEAR(end * 1e6, 1.0, 1e-5);
+  EXPECT_EQ(late, 2);
+}
+
+TEST(SmMapRound7, AUnitsRateFollowsTheCtasRunning) {
+  // tiny_map, SM 5 held until 0.5 us: 3 clusters of 2 run units 0..2, the late cluster (unit 3) starts when SM 5
+  // comes back; a unit lasts n / 6 us with n CTAs running. Fluid progress: the residents do half a unit by 0.5 us
+  // (n = 6), then 8 CTAs run (0.75 unit/us): they end at 0.5 + 0.5 / 0.75 = 1.1667 us, when the late cluster has
+  // done 0.5; alone (n = 2, 3 units/us) it finishes the rest by 1.3333 us. A rate kept from each unit's start
+  // would end the late cluster at 0.5 + 8 / 6 = 1.8333 us.
+  sim::Simulation sim;
+  hw::GpcPool pool(sim, tiny_map());
+  const int id = pool.hold({5}, "neighbour");
+  sim.at(0.5e-6, [&pool, id] { pool.release(id); });
+  hw::PersistentGemm k;
+  k.tiles = 8;
+  k.grid = 8;
+  k.cluster = 2;
+  k.tile_time_s = [](int n) { return n / 6.0 * 1e-6; };
+  double end = -1;
+  hw::run_persistent(pool, k, [&](int, int, bool) { end = sim.now(); });
+  sim.run();
+  EXPECT_NEAR(end * 1e6, 4.0 / 3.0, 1e-5);
+}
+
+TEST(SmSharingRound7, BadLateTablesAndGridsAreNamed) {
+  const std::string map = test::kRoot + "/tests/models/sm_sharing/minimal-sm-map.jsonl";
+  auto machine_with = [&](const std::string& table) {
+    const std::string t = test::write_tmp("late.jsonl", table);
+    std::string yaml = test::read_file(test::kRoot + "/tests/models/sm_sharing/minimal-map-hw.yaml");
+    yaml.replace(yaml.find("file: minimal-sm-map.jsonl"), std::string("file: minimal-sm-map.jsonl").size(), "file: " + map);
+    yaml += "  late_cluster_work_ids: {file: " + t + ", kind: derived, source: \"test value\"}\n";
+    return models::load_hardware(test::write_tmp("hw.yaml", yaml));
+  };
+  auto error_of = [&](const std::string& table) {
+    try {
+      (void)models::sm_share_machine(machine_with(table));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("{\"clusters\": 4, \"cluster_ctas\": 2, \"late_work_ids\": [3, 1], \"extra\": 1}\n").find("unknown key 'extra'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"clusters\": 4, \"cluster_ctas\": 2, \"late_work_ids\": [4]}\n").find("distinct integers in 0..3"),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"clusters\": 4, \"cluster_ctas\": 2, \"late_work_ids\": [1, 1]}\n").find("distinct"), std::string::npos);
+  EXPECT_EQ(error_of("{\"clusters\": 4, \"cluster_ctas\": 2, \"late_work_ids\": [3, 1]}\n"), "no error");
+  // A grid that is not a whole number of clusters, and a neighbour that never lets the GEMM start: named keys.
+  const models::SmShareMachine m = models::sm_share_machine(machine_with("{\"clusters\": 4, \"cluster_ctas\": 2, \"late_work_ids\": [3]}\n"));
+  models::GemmOnSms g;
+  g.tiles = 8;
+  g.grid = 7;
+  g.cluster = 2;
+  g.block = {384, 168, 213188};
+  models::SmNeighbour none;
+  try {
+    (void)models::gemm_beside(m, g, none, 1e-4);
+    ADD_FAILURE() << "no error";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "grid") << e.what();
+  }
+  g.grid = 8;
+  models::SmNeighbour all;
+  all.blocks = 8;
+  all.block = {640, 32, 0};
+  try {
+    (void)models::gemm_beside(m, g, all, 1e-4);
+    ADD_FAILURE() << "no error";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "blocks") << e.what();
+    EXPECT_NE(std::string(e.what()).find("never finishes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(models::gemm_beside(m, g, none, 1e-4).late_work_ids_source.rfind("measured: ", 0), 0u);
+}
