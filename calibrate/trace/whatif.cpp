@@ -1058,7 +1058,7 @@ nlohmann::json to_json(const WhatIfReport& r) {
   if (r.charged) {
     j["sm_sharing"] = {{"sms", r.options.sms},
                        {"machine", r.options.sm_machine ? r.options.sm_machine->path : std::string()},
-                       {"rule", "models::gemm_beside (the sm_sharing model's round-3 mechanism)"},
+                       {"rule", "models::gemm_beside (the sm_sharing model's mechanism: round-3 placement and slots, round-7 hand-out)"},
                        {"kernels_charged_without_bytes", r.charged_without_bytes},
                        {"whatif_charged_us", r.whatif_charged_us},
                        {"saving_charged_us", r.saving_charged_us()},

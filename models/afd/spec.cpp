@@ -165,7 +165,7 @@ nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, si
     x["ffn_gemm_beside_us"] = last->r.beside_s * last->r.stretch * 1e6;
     x["ffn_gemm_charge_us"] = last->charge_us();
     x["ffn_gemm_held_sms"] = last->r.held_sms;
-    x["ffn_gemm_beside"] = {{"rule", "models::gemm_beside (the sm_sharing model's round-3 mechanism)"},
+    x["ffn_gemm_beside"] = {{"rule", "models::gemm_beside (the sm_sharing model's mechanism: round-3 placement and slots, round-7 hand-out)"},
                             {"machine", beside.front().machine}, {"ranks", ranks}};
   }
   // A case with protocol what-ifs switched on also reports the same exchange without them, so its

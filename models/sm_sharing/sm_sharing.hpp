@@ -91,7 +91,7 @@ struct BesideResult {
 };
 
 /**
- * THE round-3 mechanism of a GEMM beside a kernel holding SMs (issue 19), shared by the sm_sharing
+ * THE mechanism (round-3 placement and slots, round-7 hand-out) of a GEMM beside a kernel holding SMs (issue 19), shared by the sm_sharing
  * model (run_sm_sharing_case) and `fusesim trace whatif --comm-stream`'s SM-sharing charge: the
  * neighbour's blocks land on hw::dispatch_placement over the machine's sm_map and hold those SMs
  * (unless a GEMM block fits beside one of its blocks, hw::can_share) for nb.length_s; the GEMM runs as
