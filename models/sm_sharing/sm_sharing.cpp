@@ -38,6 +38,9 @@ const CaseSchema& schema() {
            .at_least(1),
        CaseParam::integer("cluster_n", "the cluster's tiles along ceil(m / tile_n) (nvjet's AxB: B); cluster_m x cluster_n = cluster")
            .at_least(1),
+       CaseParam::name("kernel",
+                       "the GEMM's kernel as ncu names it (nvjet_...): selects its HBM coefficient in the hardware table "
+                       "hbm_queue_kappa_by_kernel (absent or not listed: smshare.hbm_queue_kappa)"),
        CaseParam::integer("gemm_threads", "threads per GEMM block").otherwise(384).at_least(1),
        CaseParam::integer("gemm_regs", "registers per GEMM thread").otherwise(168).at_least(1),
        CaseParam::number("gemm_smem_bytes", "shared memory per GEMM block (bytes)").otherwise(213188).at_least(0),
@@ -141,6 +144,28 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
       if (!m.late_work_ids.emplace(std::make_pair(clusters, ctas), ids).second) throw bad("a grid listed twice");
     }
   }
+  if (hwf.has_table("hbm_queue_kappa_by_kernel")) {
+    const hw::Table& kt = hwf.table("hbm_queue_kappa_by_kernel");
+    m.kappa_by_kernel_file = kt.file;
+    if (kt.rows.empty())
+      throw hw::FileError(hwf.path(), kt.line, "tables.hbm_queue_kappa_by_kernel",
+                          fmt::format("{} holds no row (expected one per kernel: kernel, kappa, pairs, spread)", kt.file));
+    for (size_t i = 0; i < kt.rows.size(); ++i) {
+      const nlohmann::json& r = kt.rows[i];
+      auto bad = [&](const std::string& what) {
+        return hw::FileError(hwf.path(), kt.line, "tables.hbm_queue_kappa_by_kernel", fmt::format("{} row {}: {}", kt.file, i + 1, what));
+      };
+      if (!r.is_object()) throw bad("expected an object {kernel, kappa, pairs, spread}");
+      for (const auto& [key, val] : r.items())
+        if (key != "kernel" && key != "kappa" && key != "pairs" && key != "spread")
+          throw bad(fmt::format("unknown key '{}' (expected kernel, kappa, pairs, spread)", key));
+      if (!r.contains("kernel") || !r["kernel"].is_string() || r["kernel"].get<std::string>().empty())
+        throw bad("'kernel' must be the kernel's name (text)");
+      if (!r.contains("kappa") || !r["kappa"].is_number() || !(r["kappa"].get<double>() >= 0) || r["kappa"].get<double>() > 1)
+        throw bad("'kappa' must be a number in 0..1");
+      if (!m.kappa_by_kernel.emplace(r["kernel"].get<std::string>(), r["kappa"].get<double>()).second) throw bad("kernel listed twice");
+    }
+  }
   return m;
 }
 
@@ -211,14 +236,16 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     gw.late_work_ids = it->second;
     r.late_work_ids_source = "measured: " + m.late_work_ids_file;
   }
+  r.hbm_queue_kappa = g.hbm_queue_kappa >= 0 ? g.hbm_queue_kappa : h.hbm_queue_kappa;
+  r.hbm_queue_kappa_source = g.hbm_queue_kappa >= 0 ? "kernel" : "machine: smshare.hbm_queue_kappa";
   if (nb.hbm_Bps > 0) {
-    if (h.hbm_queue_kappa < 0)
+    if (r.hbm_queue_kappa < 0)
       throw ParamError("neighbour_alone_GBps",
                        fmt::format("a neighbour that moves HBM bytes needs smshare.hbm_queue_kappa in {}", m.path));
     r.hbm_u = nb.hbm_Bps / h.hbm;
     if (r.hbm_u >= 1)
       throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", r.hbm_u));
-    r.stretch = 1 + h.hbm_queue_kappa * r.hbm_u / (1 - r.hbm_u);
+    r.stretch = 1 + r.hbm_queue_kappa * r.hbm_u / (1 - r.hbm_u);
   }
   // The tile time: alone_s / rounds x r(ref) / r(n), ref = the CTAs running alone (the grid when it fits
   // the GPU), then scaled so that the engine alone takes alone_s exactly.
@@ -269,13 +296,21 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
     throw;
   }
   const std::string kind = v.name("neighbour");
-  if (kind == "copy" && m.hw.hbm_queue_kappa < 0)
+  if (kind == "copy" && m.hw.hbm_queue_kappa < 0 && m.kappa_by_kernel.empty())
     throw ParamError("neighbour", fmt::format("a copy neighbour under the round-3 rule needs smshare.hbm_queue_kappa in {}", hwf.path()));
   GemmOnSms g;
   g.tiles = tiles;
   g.grid = int(v.integer("grid"));
   g.cluster = int(v.integer("cluster"));
   g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
+  std::string kappa_source;
+  if (v.given("kernel")) {
+    const auto it = m.kappa_by_kernel.find(v.name("kernel"));
+    if (it != m.kappa_by_kernel.end()) {
+      g.hbm_queue_kappa = it->second;
+      kappa_source = "kernel " + v.name("kernel") + ": " + m.kappa_by_kernel_file;
+    }
+  }
   SmNeighbour nb;
   nb.blocks = int(v.integer("blocks"));
   nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
@@ -290,6 +325,8 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
           {"rule", "engine (hw::run_persistent, round 7 hand-out: each cluster's first two units static, then a shared counter; "
                    "late clusters start as slots free; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
           {"late_work_ids", r.late_work_ids_source},
+          {"hbm_queue_kappa", r.hbm_queue_kappa},
+          {"hbm_queue_kappa_source", kappa_source.empty() ? r.hbm_queue_kappa_source : kappa_source},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace

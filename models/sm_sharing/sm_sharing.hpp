@@ -49,6 +49,10 @@ struct SmShareMachine {
   /// clusters of blockIdx G - 1, G - 2, ... (hw::PersistentGemm::late_work_ids), measured per grid.
   std::map<std::pair<int, int>, std::vector<int>> late_work_ids;
   std::string late_work_ids_file;  ///< where they came from (empty: no table)
+  /// The optional table hbm_queue_kappa_by_kernel: kernel name (as ncu prints it) -> its HBM queueing
+  /// coefficient, fitted on copy/compute pairs of that kernel (calibrate/data/h100/fit_kappa_by_kernel.py).
+  std::map<std::string, double> kappa_by_kernel;
+  std::string kappa_by_kernel_file;
 };
 SmShareMachine sm_share_machine(const hw::Hardware& hwf);
 
@@ -61,6 +65,8 @@ struct GemmOnSms {
   hw::BlockShape block;
   /// The late clusters' work ids (hw::PersistentGemm::late_work_ids; empty: w(y) = y).
   std::vector<int> late_work_ids;
+  /// This kernel's HBM queueing coefficient (dimensionless; negative: the machine's smshare.hbm_queue_kappa).
+  double hbm_queue_kappa = -1;
 };
 
 /// The kernel beside the GEMM, launched first on an idle GPU: `blocks` blocks of `block`; hbm_Bps the
@@ -86,6 +92,9 @@ struct BesideResult {
   /// Where the late clusters' work ids came from: "given" (GemmOnSms), "measured: <table file>" (the
   /// machine's late_cluster_work_ids row for this grid) or "none: w(y) = y ...".
   std::string late_work_ids_source;
+  /// The HBM coefficient used and where it came from ("kernel: <table file>" or "machine: smshare.hbm_queue_kappa").
+  double hbm_queue_kappa = 0;
+  std::string hbm_queue_kappa_source;
   /// The GEMM's time beside over its time alone (SM pool x HBM stretch).
   double slowdown() const { return beside_s / alone_s * stretch; }
 };

@@ -45,6 +45,14 @@ LATE_SRC = ("the work ids (the first unit each cluster runs) of the late cluster
             "list for both kernels measured (192x192 2x1 on 1536x6144x8192, 256x128 1x2 on 4096x3072x8192, the latter's work ids "
             "numbered row-pair-major) and for every shape of run 15; the late set grows one cluster slot at a time; where several "
             "ids turn late at the same B (B = 26..48) their order is not measured and is kept as listed.")
+# The HBM queueing coefficient per kernel (after round 8), written by fit_kappa_by_kernel.py.
+KAPPA_SRC = ("each nvjet kernel's HBM queueing coefficient, the median over its copy/compute pairs with u >= 0.6 of "
+             "(copy / compute - 1) (1 - u) / u (the GEMM beside the copy kernel and beside the compute kernel of the same B "
+             "hold the same SMs: their ratio is the HBM stretch alone), rounds 6-8 on this H100 (2026-12-06: "
+             "calibrate/data/h100/probe_smshare_beside_r{6,7,8}_h100.jsonl, the copy's bandwidth alone and the kernels of the "
+             "same rounds; calibrate/data/h100/fit_kappa_by_kernel.py): 9 kernels, 0.049 (192x192 2x1) .. 0.140 (320x128 2x4); "
+             "a case selects its row by its `kernel` key; the rows were fitted on the very pairs of rounds 6-8, so those "
+             "rounds' copy points are not predictions of it")
 # Runs 19-20 (round 7): clusters of 4..8 CTAs on the SMs left free beside a holder of SMs 0..119 (probe_smshare --mode
 # gpcrest) and, after the hold, anywhere: their SMs share a GPC (only the membership is used).
 GPCREST = ["probe_smshare_gpcrest_r19a_h100.jsonl", "probe_smshare_gpcrest_r19_h100.jsonl", "probe_smshare_gpcmap_r19_h100.jsonl",
@@ -267,6 +275,7 @@ y = [f"# One {mach['gpu_name']}, the lent `nvidia-h100-x1` machine ({NSM} SMs in
      '  hbm_queue_kappa: {value: "0.06333", kind: derived, source: "ASSUMED, not measured on this machine: borrowed from the H200 beside fit (hw/h200-1gpu.yaml smshare.hbm_queue_kappa, round 3, calibrate/data/h200/fit_hbm_kappa_r3.py over the H200 rounds 1-2 copy/compute pairs, sigma 0.0027 there). Only beside data identifies kappa and none of this H100 may be fitted before its predictions; the stretch 1 + kappa u/(1-u) takes u = the copy kernel alone at B / THIS machine\'s memory.fabric_bandwidth, so only the coefficient is borrowed", note: "assumed (borrowed from the H200); the hardware file format has no kind assumed"}',
      "tables:",
      f'  sm_map: {{file: data/h100-sm-map.jsonl, kind: measured, source: "GPC of each SM from clusters of 4/8/16 CTAs ({REL}{GPCMAP}, probe_smshare --mode gpcmap, {src_run}): {len(groups)} GPCs of {"/".join(str(len(g)) for g in groups)} SMs; the GPC of SMs 120..123 (TPCs 60, 61) from clusters of 4..8 CTAs that ran with them (probe_smshare --mode gpcrest and gpcmap, runs 19-20 on an H100, 2026-12-06: {", ".join(REL + f for f in GPCREST)}); the GPC of SMs {left if left else "none"} (in no cluster of >= 4) ASSUMED, attached a TPC at a time to the largest GPCs no measured TPC joined, in order; TPC = SM / {PER} (ncu); the dispatcher\'s first SMs {first} from the neighbours alone at B = 1..8 ({REL}{ALONE}); the dispatch rule gives the measured set in {n_chk - bad} of {n_chk} neighbour-alone records (calibrate/data/h100/make_h100_hw.py)"}}',
-     '  late_cluster_work_ids: {file: data/late-cluster-work-ids-h100.jsonl, kind: measured, source: "' + LATE_SRC + '"}']
+     '  late_cluster_work_ids: {file: data/late-cluster-work-ids-h100.jsonl, kind: measured, source: "' + LATE_SRC + '"}',
+     '  hbm_queue_kappa_by_kernel: {file: data/h100-kappa-by-kernel.jsonl, kind: fitted, source: "' + KAPPA_SRC + '"}']
 open(os.path.join(ROOT, "hw", "h100-1gpu.yaml"), "w").write("\n".join(y) + "\n")
 print("wrote hw/h100-1gpu.yaml and hw/data/h100-sm-map.jsonl")

@@ -612,3 +612,25 @@ TEST(SmSharingRound7, BadLateTablesAndGridsAreNamed) {
   }
   EXPECT_EQ(models::gemm_beside(m, g, none, 1e-4).late_work_ids_source.rfind("measured: ", 0), 0u);
 }
+
+TEST(SmSharingRound9, AKernelsOwnHbmCoefficientFromTheTable) {
+  // hw/h100-1gpu.yaml's hbm_queue_kappa_by_kernel: a copy neighbour stretches a case naming a listed kernel by
+  // 1 + kappa_kernel u / (1 - u), and any other case by the machine's smshare.hbm_queue_kappa.
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h100-1gpu.yaml");
+  const std::string base = "{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, cluster_n: 2, "
+                           "alone_time_us: 209.792, neighbour: copy, blocks: 40, neighbour_alone_GBps: 2400";
+  const auto with = models::run_sm_sharing_case(h, YAML::Load(base + ", kernel: nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT}"), nullptr);
+  const auto without = models::run_sm_sharing_case(h, YAML::Load(base + "}"), nullptr);
+  const auto other = models::run_sm_sharing_case(h, YAML::Load(base + ", kernel: nvjet_not_listed}"), nullptr);
+  const double u = 2400.0 / (h.get("memory.fabric_bandwidth") / 1e9);
+  double kappa = -1;
+  for (const auto& r : h.table("hbm_queue_kappa_by_kernel").rows)
+    if (r["kernel"] == "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT") kappa = r["kappa"].get<double>();
+  ASSERT_GT(kappa, 0.1);
+  EXPECT_NEAR(with["hbm_stretch"].get<double>(), 1 + kappa * u / (1 - u), 1e-9);
+  EXPECT_NEAR(without["hbm_stretch"].get<double>(), 1 + h.get("smshare.hbm_queue_kappa") * u / (1 - u), 1e-9);
+  EXPECT_NEAR(other["hbm_stretch"].get<double>(), without["hbm_stretch"].get<double>(), 1e-12);
+  EXPECT_NEAR(with["predicted_us"].get<double>() / with["hbm_stretch"].get<double>(),
+              without["predicted_us"].get<double>() / without["hbm_stretch"].get<double>(), 1e-6);
+  EXPECT_NE(with["hbm_queue_kappa_source"].get<std::string>().find("h100-kappa-by-kernel.jsonl"), std::string::npos);
+}
