@@ -14,6 +14,8 @@ has a row in hw/data/h100-kappa-by-kernel.jsonl), in CAND order, at most 6; the 
   --predict    the same, then build/fusesim run -> smshare_predictions_r{n}_h100.json
   --grid       the arguments of device_run_r{n}.sh measure
   --measured   the cases with the measuring run's beside times and their sources (and the drift of the alone records)
+python3 calibrate/data/h100/smshare_rounds.py candidates N prints round N's candidate shapes and B (MxNxK,... B,...) for
+device_run_rounds.sh.
 Paths are relative to the repository root, whatever the working directory.
 """
 import csv, datetime, io, json, math, os, re, subprocess, sys
@@ -184,3 +186,10 @@ def main(n):
                "predictions": preds}
         json.dump(doc, open(PRED, "w"), indent=1)
         print(f"wrote {os.path.relpath(PRED, ROOT)}: {len(preds)} predictions at {head[:12]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "candidates" or not sys.argv[2].isdigit() or int(sys.argv[2]) not in ROUNDS:
+        sys.exit(f"usage: smshare_rounds.py candidates N (N in {sorted(ROUNDS)})")
+    R = ROUNDS[int(sys.argv[2])]
+    print(",".join(f"{a}x{b}x{c}" for a, b, c in R["cand"]), ",".join(map(str, R["blocks"])))
