@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "hw/group.hpp"
 #include "hw/numbers.hpp"
@@ -93,6 +95,34 @@ const hw::HwSchema<SmSharingHw>& sm_sharing_hardware() {
   return s;
 }
 
+namespace {
+using RowError = std::function<hw::FileError(const std::string&)>;
+/// The rows of the hardware's optional JSON-lines table `name` (absent: nothing; `*file` = its path): each row
+/// must be an object whose keys are among `keys`; `row(r, bad)` reads one, `bad(what)` the error naming the
+/// hardware file, the table, its file and the row. Errors: hw::FileError for an empty table, a row that is not an
+/// object, an unknown key, or what `row` throws.
+void for_each_table_row(const hw::Hardware& hwf, const char* name, const char* per, std::initializer_list<const char*> keys,
+                        std::string* file, const std::function<void(const nlohmann::json&, const RowError&)>& row) {
+  if (!hwf.has_table(name)) return;
+  const hw::Table& t = hwf.table(name);
+  *file = t.file;
+  const std::string key = std::string("tables.") + name, list = fmt::format("{}", fmt::join(keys, ", "));
+  if (t.rows.empty())
+    throw hw::FileError(hwf.path(), t.line, key, fmt::format("{} holds no row (expected one per {}: {})", t.file, per, list));
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const nlohmann::json& r = t.rows[i];
+    const RowError bad = [&](const std::string& what) {
+      return hw::FileError(hwf.path(), t.line, key, fmt::format("{} row {}: {}", t.file, i + 1, what));
+    };
+    if (!r.is_object()) throw bad("expected an object {" + list + "}");
+    for (const auto& [k, val] : r.items())
+      if (std::find_if(keys.begin(), keys.end(), [&](const char* a) { return k == a; }) == keys.end())
+        throw bad(fmt::format("unknown key '{}' (expected {})", k, list));
+    row(r, bad);
+  }
+}
+}  // namespace
+
 SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
   SmShareMachine m;
   m.hw = sm_sharing_hardware().read(hwf);
@@ -111,61 +141,36 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
                         fmt::format("{} SMs in {}, gpu.compute_units is {}", m.map.sms(), tab.file, int(m.hw.sms)));
   m.limits.sms = int(m.hw.sms);
   m.limits.sms_per_tpc = int(m.hw.sms_per_tpc);
-  if (hwf.has_table("late_cluster_work_ids")) {
-    const hw::Table& lt = hwf.table("late_cluster_work_ids");
-    m.late_work_ids_file = lt.file;
-    if (lt.rows.empty())
-      throw hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids",
-                          fmt::format("{} holds no row (expected one per grid: clusters, cluster_ctas, late_work_ids)", lt.file));
-    for (size_t i = 0; i < lt.rows.size(); ++i) {
-      const nlohmann::json& r = lt.rows[i];
-      auto bad = [&](const std::string& what) {
-        return hw::FileError(hwf.path(), lt.line, "tables.late_cluster_work_ids", fmt::format("{} row {}: {}", lt.file, i + 1, what));
-      };
-      if (!r.is_object()) throw bad("expected an object {clusters, cluster_ctas, late_work_ids}");
-      for (const auto& [key, val] : r.items())
-        if (key != "clusters" && key != "cluster_ctas" && key != "late_work_ids")
-          throw bad(fmt::format("unknown key '{}' (expected clusters, cluster_ctas, late_work_ids)", key));
-      auto count = [&](const char* k) {
-        if (!r.contains(k) || !r[k].is_number_integer() || r[k].get<int64_t>() < 1 || r[k].get<int64_t>() > 1 << 20)
-          throw bad(fmt::format("'{}' must be an integer in 1..2^20", k));
-        return r[k].get<int>();
-      };
-      const int clusters = count("clusters"), ctas = count("cluster_ctas");
-      if (!r.contains("late_work_ids") || !r["late_work_ids"].is_array() || r["late_work_ids"].empty())
-        throw bad("'late_work_ids' must be a list of work ids");
-      std::vector<int> ids;
-      std::set<int> seen;
-      for (const auto& x : r["late_work_ids"]) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= clusters || !seen.insert(x.get<int>()).second)
-          throw bad(fmt::format("'late_work_ids' must hold distinct integers in 0..{}", clusters - 1));
-        ids.push_back(x.get<int>());
-      }
-      if (!m.late_work_ids.emplace(std::make_pair(clusters, ctas), ids).second) throw bad("a grid listed twice");
-    }
-  }
-  if (hwf.has_table("hbm_queue_kappa_by_kernel")) {
-    const hw::Table& kt = hwf.table("hbm_queue_kappa_by_kernel");
-    m.kappa_by_kernel_file = kt.file;
-    if (kt.rows.empty())
-      throw hw::FileError(hwf.path(), kt.line, "tables.hbm_queue_kappa_by_kernel",
-                          fmt::format("{} holds no row (expected one per kernel: kernel, kappa, pairs, spread)", kt.file));
-    for (size_t i = 0; i < kt.rows.size(); ++i) {
-      const nlohmann::json& r = kt.rows[i];
-      auto bad = [&](const std::string& what) {
-        return hw::FileError(hwf.path(), kt.line, "tables.hbm_queue_kappa_by_kernel", fmt::format("{} row {}: {}", kt.file, i + 1, what));
-      };
-      if (!r.is_object()) throw bad("expected an object {kernel, kappa, pairs, spread}");
-      for (const auto& [key, val] : r.items())
-        if (key != "kernel" && key != "kappa" && key != "pairs" && key != "spread")
-          throw bad(fmt::format("unknown key '{}' (expected kernel, kappa, pairs, spread)", key));
-      if (!r.contains("kernel") || !r["kernel"].is_string() || r["kernel"].get<std::string>().empty())
-        throw bad("'kernel' must be the kernel's name (text)");
-      if (!r.contains("kappa") || !r["kappa"].is_number() || !(r["kappa"].get<double>() >= 0) || r["kappa"].get<double>() > 1)
-        throw bad("'kappa' must be a number in 0..1");
-      if (!m.kappa_by_kernel.emplace(r["kernel"].get<std::string>(), r["kappa"].get<double>()).second) throw bad("kernel listed twice");
-    }
-  }
+  for_each_table_row(hwf, "late_cluster_work_ids", "grid", {"clusters", "cluster_ctas", "late_work_ids"}, &m.late_work_ids_file,
+                     [&](const nlohmann::json& r, const RowError& bad) {
+                       auto count = [&](const char* k) {
+                         if (!r.contains(k) || !r[k].is_number_integer() || r[k].get<int64_t>() < 1 || r[k].get<int64_t>() > 1 << 20)
+                           throw bad(fmt::format("'{}' must be an integer in 1..2^20", k));
+                         return r[k].get<int>();
+                       };
+                       const int clusters = count("clusters"), ctas = count("cluster_ctas");
+                       if (!r.contains("late_work_ids") || !r["late_work_ids"].is_array() || r["late_work_ids"].empty())
+                         throw bad("'late_work_ids' must be a list of work ids");
+                       std::vector<int> ids;
+                       std::set<int> seen;
+                       for (const auto& x : r["late_work_ids"]) {
+                         if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= clusters ||
+                             !seen.insert(x.get<int>()).second)
+                           throw bad(fmt::format("'late_work_ids' must hold distinct integers in 0..{}", clusters - 1));
+                         ids.push_back(x.get<int>());
+                       }
+                       if (!m.late_work_ids.emplace(std::make_pair(clusters, ctas), ids).second) throw bad("a grid listed twice");
+                     });
+  for_each_table_row(hwf, "hbm_queue_kappa_by_kernel", "kernel", {"kernel", "kappa", "pairs", "spread"}, &m.kappa_by_kernel_file,
+                     [&](const nlohmann::json& r, const RowError& bad) {
+                       if (!r.contains("kernel") || !r["kernel"].is_string() || r["kernel"].get<std::string>().empty())
+                         throw bad("'kernel' must be the kernel's name (text)");
+                       if (!r.contains("kappa") || !r["kappa"].is_number() || !(r["kappa"].get<double>() >= 0) ||
+                           r["kappa"].get<double>() > 1)
+                         throw bad("'kappa' must be a number in 0..1");
+                       if (!m.kappa_by_kernel.emplace(r["kernel"].get<std::string>(), r["kappa"].get<double>()).second)
+                         throw bad("kernel listed twice");
+                     });
   return m;
 }
 
@@ -236,8 +241,13 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     gw.late_work_ids = it->second;
     r.late_work_ids_source = "measured: " + m.late_work_ids_file;
   }
-  r.hbm_queue_kappa = g.hbm_queue_kappa >= 0 ? g.hbm_queue_kappa : h.hbm_queue_kappa;
-  r.hbm_queue_kappa_source = g.hbm_queue_kappa >= 0 ? "kernel" : "machine: smshare.hbm_queue_kappa";
+  // The HBM coefficient: the kernel's row of the machine's table, else smshare.hbm_queue_kappa.
+  r.hbm_queue_kappa = h.hbm_queue_kappa;
+  r.hbm_queue_kappa_source = "machine: smshare.hbm_queue_kappa";
+  if (const auto it = m.kappa_by_kernel.find(g.kernel); !g.kernel.empty() && it != m.kappa_by_kernel.end()) {
+    r.hbm_queue_kappa = it->second;
+    r.hbm_queue_kappa_source = "kernel " + g.kernel + ": " + m.kappa_by_kernel_file;
+  }
   if (nb.hbm_Bps > 0) {
     if (r.hbm_queue_kappa < 0)
       throw ParamError("neighbour_alone_GBps",
@@ -303,14 +313,7 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   g.grid = int(v.integer("grid"));
   g.cluster = int(v.integer("cluster"));
   g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
-  std::string kappa_source;
-  if (v.given("kernel")) {
-    const auto it = m.kappa_by_kernel.find(v.name("kernel"));
-    if (it != m.kappa_by_kernel.end()) {
-      g.hbm_queue_kappa = it->second;
-      kappa_source = "kernel " + v.name("kernel") + ": " + m.kappa_by_kernel_file;
-    }
-  }
+  if (v.given("kernel")) g.kernel = v.name("kernel");
   SmNeighbour nb;
   nb.blocks = int(v.integer("blocks"));
   nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
@@ -326,7 +329,7 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
                    "late clusters start as slots free; tiles padded to whole clusters when cluster_m / cluster_n are given)"},
           {"late_work_ids", r.late_work_ids_source},
           {"hbm_queue_kappa", r.hbm_queue_kappa},
-          {"hbm_queue_kappa_source", kappa_source.empty() ? r.hbm_queue_kappa_source : kappa_source},
+          {"hbm_queue_kappa_source", r.hbm_queue_kappa_source},
           {"neighbour_sms", hw::dispatch_placement(m.map, nb.blocks).size()}};
 }
 }  // namespace

@@ -65,8 +65,9 @@ struct GemmOnSms {
   hw::BlockShape block;
   /// The late clusters' work ids (hw::PersistentGemm::late_work_ids; empty: w(y) = y).
   std::vector<int> late_work_ids;
-  /// This kernel's HBM queueing coefficient (dimensionless; negative: the machine's smshare.hbm_queue_kappa).
-  double hbm_queue_kappa = -1;
+  /// The kernel as ncu names it (nvjet_...; empty: unknown): selects its HBM coefficient in the machine's
+  /// table hbm_queue_kappa_by_kernel (not listed: smshare.hbm_queue_kappa).
+  std::string kernel;
 };
 
 /// The kernel beside the GEMM, launched first on an idle GPU: `blocks` blocks of `block`; hbm_Bps the
@@ -92,7 +93,7 @@ struct BesideResult {
   /// Where the late clusters' work ids came from: "given" (GemmOnSms), "measured: <table file>" (the
   /// machine's late_cluster_work_ids row for this grid) or "none: w(y) = y ...".
   std::string late_work_ids_source;
-  /// The HBM coefficient used and where it came from ("kernel: <table file>" or "machine: smshare.hbm_queue_kappa").
+  /// The HBM coefficient used and where it came from ("kernel <name>: <table file>" or "machine: smshare.hbm_queue_kappa").
   double hbm_queue_kappa = 0;
   std::string hbm_queue_kappa_source;
   /// The GEMM's time beside over its time alone (SM pool x HBM stretch).
