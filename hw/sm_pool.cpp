@@ -2,9 +2,10 @@
 #include "hw/sm_pool.hpp"
 
 #include <algorithm>
-#include <map>
+#include <deque>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 namespace fusesim::hw {
 
@@ -389,9 +390,10 @@ struct ClusterRun {
   bool launched = false, finished = false, waiting = false;
   // Fluid progress: every running cluster advances its unit at 1 / tile_time_s(running CTAs) units per second,
   // re-read whenever the CTAs running change (a unit does not keep the rate it started at). V: the work one
-  // cluster has done since the start (units); active: V at which each running unit ends -> (blockIdx, gpc).
+  // cluster has done since the start (units); active: (V at which a running unit ends, blockIdx, gpc), in the
+  // order the units started, which is also the order they end (V only grows, every unit is one unit of work).
   double V = 0, t_last = 0;
-  std::multimap<double, std::pair<int, int>> active;
+  std::deque<std::tuple<double, int, int>> active;
   sim::Timer timer{};
   bool timer_set = false;
 
@@ -404,7 +406,7 @@ struct ClusterRun {
     if (timer_set) pool.sim().cancel(timer);
     timer_set = false;
     if (active.empty() || running <= 0) return;
-    const double dt = std::max(0.0, (active.begin()->first - V) * k.tile_time_s(running));
+    const double dt = std::max(0.0, (std::get<0>(active.front()) - V) * k.tile_time_s(running));
     timer = pool.sim().after(dt, [self] { self->complete(self); });
     timer_set = true;
   }
@@ -416,9 +418,9 @@ struct ClusterRun {
     // "Done" within the engine's picosecond clock: the timer fires at its time rounded to a picosecond, which can
     // fall a fraction of one short of the unit's end.
     const double eps = running > 0 ? 1e-12 / k.tile_time_s(running) : 0;
-    while (!active.empty() && active.begin()->first <= V + eps) {
-      ended.push_back(active.begin()->second);
-      active.erase(active.begin());
+    while (!active.empty() && std::get<0>(active.front()) <= V + eps) {
+      ended.emplace_back(std::get<1>(active.front()), std::get<2>(active.front()));
+      active.pop_front();
     }
     for (auto& [y, g] : ended) step(self, y, g);
     reschedule(self);
@@ -459,7 +461,7 @@ struct ClusterRun {
     }
     if (unit < 0 && counter < U) unit = counter++;
     if (unit >= 0) {
-      active.emplace(V + 1.0, std::make_pair(y, g));
+      active.emplace_back(V + 1.0, y, g);
       return;
     }
     running -= c;
