@@ -261,6 +261,30 @@ __global__ void wait_started(volatile int* started, int need, int* timeout) {
   }
 }
 
+#if !defined(FUSESIM_GPU_HIP)
+// A launch of `grid` blocks of `block` threads in clusters of `cluster` along x, with `smem` bytes of dynamic shared
+// memory, on `stream` (cudaLaunchKernelEx / cudaOccupancyMaxActiveClusters take cfg). Not copyable: cfg points
+// at attr.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  ClusterLaunch(int cluster, int grid, int block, size_t smem, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(block, 1, 1);
+    cfg.gridDim = dim3(grid, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+#endif
+
 struct Shape {
   long long m, n, k;
 };
@@ -437,19 +461,8 @@ int main(int argc, char** argv) {
                 wait_started<<<1, 1, 0, gs.s>>>(started.as<int>(), b, tmo.as<int>());
                 GPU_CHECK_LAUNCH();
               }
-              cudaLaunchConfig_t cfg{};
-              cudaLaunchAttribute attr[1];
-              attr[0].id = cudaLaunchAttributeClusterDimension;
-              attr[0].val.clusterDim.x = 2;
-              attr[0].val.clusterDim.y = 1;
-              attr[0].val.clusterDim.z = 1;
-              cfg.blockDim = dim3(384, 1, 1);
-              cfg.gridDim = dim3(G, 1, 1);
-              cfg.dynamicSmemBytes = static_cast<size_t>(res_smem);
-              cfg.stream = gs.s;
-              cfg.attrs = attr;
-              cfg.numAttrs = 1;
-              GPU_CHECK(cudaLaunchKernelEx(&cfg, persist_emul, rec.as<long long>(), T, res_unit_us * 1000, dyn, counter.as<int>()));
+              ClusterLaunch l(2, G, 384, static_cast<size_t>(res_smem), gs.s);
+              GPU_CHECK(cudaLaunchKernelEx(&l.cfg, persist_emul, rec.as<long long>(), T, res_unit_us * 1000, dyn, counter.as<int>()));
               GPU_CHECK_LAUNCH();
               GPU_CHECK(hipDeviceSynchronize());
               std::vector<long long> h(4 * G);
@@ -626,19 +639,8 @@ int main(int argc, char** argv) {
           GPU_CHECK_LAUNCH();
           wait_started<<<1, 1, 0, gs.s>>>(held.as<int>(), need, tmo.as<int>());
           GPU_CHECK_LAUNCH();
-          cudaLaunchConfig_t cfg{};
-          cudaLaunchAttribute attr[1];
-          attr[0].id = cudaLaunchAttributeClusterDimension;
-          attr[0].val.clusterDim.x = c;
-          attr[0].val.clusterDim.y = 1;
-          attr[0].val.clusterDim.z = 1;
-          cfg.blockDim = dim3(128, 1, 1);
-          cfg.gridDim = dim3(c * k, 1, 1);
-          cfg.dynamicSmemBytes = smem;
-          cfg.stream = gs.s;
-          cfg.attrs = attr;
-          cfg.numAttrs = 1;
-          GPU_CHECK(cudaLaunchKernelEx(&cfg, cluster_stamp, cs.as<int>(), cst.as<unsigned long long>()));
+          ClusterLaunch l(c, c * k, 128, smem, gs.s);
+          GPU_CHECK(cudaLaunchKernelEx(&l.cfg, cluster_stamp, cs.as<int>(), cst.as<unsigned long long>()));
           GPU_CHECK(hipDeviceSynchronize());
           std::vector<int> sm(c * k);
           std::vector<unsigned long long> st(c * k), he(1);
@@ -674,24 +676,13 @@ int main(int argc, char** argv) {
     const int smem = 120 * 1024;  // more than half an SM's shared memory: one block per SM
     GPU_CHECK(cudaFuncSetAttribute(cluster_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     for (int cs : {2, 4, 8, 16}) {
-      cudaLaunchConfig_t cfg{};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = cs;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.blockDim = dim3(128, 1, 1);
-      cfg.gridDim = dim3(cs, 1, 1);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = gs.s;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      ClusterLaunch l(cs, cs, 128, smem, gs.s);
       int clusters = 0;
-      GPU_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_smid, &cfg));
+      GPU_CHECK(cudaOccupancyMaxActiveClusters(&clusters, cluster_smid, &l.cfg));
       // Grid: every cluster that fits at once (one block per SM by its shared memory).
       for (int r = 0; r < 3; ++r) {
-        cfg.gridDim = dim3(clusters * cs, 1, 1);
-        GPU_CHECK(cudaLaunchKernelEx(&cfg, cluster_smid, smids.as<int>(), 2000000LL));
+        l.cfg.gridDim = dim3(clusters * cs, 1, 1);
+        GPU_CHECK(cudaLaunchKernelEx(&l.cfg, cluster_smid, smids.as<int>(), 2000000LL));
         GPU_CHECK(hipStreamSynchronize(gs.s));
         std::vector<int> h(clusters * cs);
         GPU_CHECK(hipMemcpy(h.data(), smids.ptr, sizeof(int) * h.size(), hipMemcpyDeviceToHost));
