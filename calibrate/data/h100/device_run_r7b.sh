@@ -13,18 +13,7 @@ set -u
 COMMIT=$1
 SHAPES=1536x6144x8192,3072x4608x8192,3648x3840x8192,4096x3072x8192,2688x4608x8192,3072x3072x8192
 BLOCKS=1,2,3,4,8,12,44
-export PATH=$PATH:/usr/local/cuda/bin
-D=$(cd "$(dirname "$0")/../../.." && pwd)
-t0=$(date +%s)
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/ *$//')
-echo "GPU: $GPU"
-case "$GPU" in *H100*) ;; *) echo "device_run_r7b.sh: not an H100 ('$GPU'): nothing run"; exit 3 ;; esac
-echo "$GPU" > $OUT/smi.txt; nvidia-smi >> $OUT/smi.txt 2>&1
-cmake -S $D/hw/kernels -B /tmp/bg -DFUSESIM_GPU=cuda -DCMAKE_BUILD_TYPE=Release -DFUSESIM_GIT_COMMIT=$COMMIT > $OUT/build.log 2>&1 &&
-  cmake --build /tmp/bg -j16 --target probe_smshare >> $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
-echo "build $(( $(date +%s) - t0 )) s"
-B=/tmp/bg/probe_smshare
-[ -x $B ] || B=$(find /tmp/bg -name probe_smshare -type f | head -1)
+. "$(dirname "$0")/device_common.sh"
 C=$OUT/commands.txt; E=$OUT/errs.log
 echo "# GPU: $GPU; $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $COMMIT" > $C
 echo "ncu --clock-control none --section LaunchStats --csv --page details probe_smshare --mode gemm_once --shapes $SHAPES --sm-targets 0 --commit $COMMIT" >> $C

@@ -4,17 +4,7 @@
 # "Round 7"). The tree travels as it is. usage: bash calibrate/data/h100/device_run_r7d.sh COMMIT
 set -u
 COMMIT=$1
-export PATH=$PATH:/usr/local/cuda/bin
-D=$(cd "$(dirname "$0")/../../.." && pwd)
-t0=$(date +%s)
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | sed 's/ *$//')
-echo "GPU: $GPU"
-case "$GPU" in *H100*) ;; *) echo "device_run_r7d.sh: not an H100 ('$GPU'): nothing run"; exit 3 ;; esac
-nvidia-smi > $OUT/smi.txt 2>&1
-cmake -S $D/hw/kernels -B /tmp/bg -DFUSESIM_GPU=cuda -DCMAKE_BUILD_TYPE=Release -DFUSESIM_GIT_COMMIT=$COMMIT > $OUT/build.log 2>&1 &&
-  cmake --build /tmp/bg -j16 --target probe_smshare >> $OUT/build.log 2>&1 || { tail -40 $OUT/build.log; exit 1; }
-B=/tmp/bg/probe_smshare
-[ -x $B ] || B=$(find /tmp/bg -name probe_smshare -type f | head -1)
+. "$(dirname "$0")/device_common.sh"
 C=$OUT/commands.txt; E=$OUT/errs.log
 echo "# GPU: $GPU; $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $COMMIT" > $C
 echo "probe_smshare --mode gpcrest --rest-from 120 --commit $COMMIT" >> $C
