@@ -150,7 +150,7 @@ SmShareMachine sm_share_machine(const hw::Hardware& hwf) {
                        };
                        const int clusters = count("clusters"), ctas = count("cluster_ctas");
                        if (!r.contains("late_work_ids") || !r["late_work_ids"].is_array() || r["late_work_ids"].empty())
-                         throw bad("'late_work_ids' must be a list of work ids");
+                         throw bad("'late_work_ids' must be a non-empty list of work ids");
                        std::vector<int> ids;
                        std::set<int> seen;
                        for (const auto& x : r["late_work_ids"]) {
@@ -247,6 +247,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
   if (const auto it = m.kappa_by_kernel.find(g.kernel); !g.kernel.empty() && it != m.kappa_by_kernel.end()) {
     r.hbm_queue_kappa = it->second;
     r.hbm_queue_kappa_source = "kernel " + g.kernel + ": " + m.kappa_by_kernel_file;
+  } else if (!g.kernel.empty()) {  // say so: a misspelt name would otherwise fall back unseen
+    r.hbm_queue_kappa_source += " (kernel " + g.kernel + " is not in the machine's hbm_queue_kappa_by_kernel)";
   }
   if (nb.hbm_Bps > 0) {
     if (r.hbm_queue_kappa < 0)

@@ -77,6 +77,9 @@ ROUNDS = {
 
 def main(n):
     """Round n's scenario (and, with --predict / --grid / --measured, as the module docstring says)."""
+    bad = [a for a in sys.argv[1:] if a not in ("--predict", "--grid", "--measured")]
+    if bad:  # refused before anything is written: a misspelt flag must not fall through to writing the scenario
+        sys.exit(f"make_smshare_r{n}.py: unknown argument(s) {' '.join(bad)} (expected --predict, --grid or --measured)")
     R = ROUNDS[n]
     CAND, BLOCKS, NOTES = R["cand"], R["blocks"], R["notes"]
     ALONE, NCU = f"probe_smshare_alone_r{n}_h100.jsonl", f"ncu_launchstats_gemm_once_r{n}_h100.csv"

@@ -633,4 +633,7 @@ TEST(SmSharingRound9, AKernelsOwnHbmCoefficientFromTheTable) {
   EXPECT_NEAR(with["predicted_us"].get<double>() / with["hbm_stretch"].get<double>(),
               without["predicted_us"].get<double>() / without["hbm_stretch"].get<double>(), 1e-6);
   EXPECT_NE(with["hbm_queue_kappa_source"].get<std::string>().find("h100-kappa-by-kernel.jsonl"), std::string::npos);
+  // A kernel the table lacks falls back to the machine's value, and the source says so (a misspelt name is visible).
+  EXPECT_NE(other["hbm_queue_kappa_source"].get<std::string>().find("nvjet_not_listed is not in"), std::string::npos);
+  EXPECT_EQ(without["hbm_queue_kappa_source"].get<std::string>().find("is not in"), std::string::npos);
 }
