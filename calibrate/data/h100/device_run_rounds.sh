@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Rounds 7-9 of issue 19 (calibrate/data/h100/README.md "Round 7", "Round 8", "Round 9"), pre-registered, as run
+# Rounds 7-10 of issue 19 (calibrate/data/h100/README.md "Round 7" .. "Round 10"), pre-registered, as run
 # through the device tool: the tree travels as it is (no carry). Refused on anything but an H100 (hw/h100-1gpu.yaml).
 # The round's candidate shapes and B come from smshare_rounds.py (ROUNDS), the table make_smshare_rN.py uses.
 # usage: bash calibrate/data/h100/device_run_rounds.sh ROUND COMMIT probe
 #        bash calibrate/data/h100/device_run_rounds.sh ROUND COMMIT measure SHAPES BLOCKS
-#   (device_run_r7.sh, device_run_r8.sh, device_run_r9.sh: the same with ROUND given)
-#   probe (runs 17, 21, 23): the candidate shapes' GEMM alone (default plan), both neighbours alone at the round's B
+#   (device_run_r7.sh .. device_run_r10.sh: the same with ROUND given)
+#   probe (runs 17, 21, 23, 26): the candidate shapes' GEMM alone (default plan), both neighbours alone at the round's B
 #          (placement %smid, the copy's GB/s) and ncu launch statistics of the default plans. Nothing beside.
-#   measure (runs 18, 22, 24, after the predictions' commit): the chosen shapes' GEMM alone and the neighbours alone
+#   measure (runs 18, 22, 24, 27, after the predictions' commit): the chosen shapes' GEMM alone and the neighbours alone
 #          again (drift), then the beside grid (both neighbours).
 set -u
 ROUND=$1; COMMIT=$2; MODE=$3

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Rounds 7-9 of issue 19 on one H100 (calibrate/data/h100/README.md "Round 7", "Round 8", "Round 9"): the one
-generator behind make_smshare_r7.py, make_smshare_r8.py and make_smshare_r9.py, which call main(n).
+"""Rounds 7-10 of issue 19 on one H100 (calibrate/data/h100/README.md "Round 7" .. "Round 10"): the one
+generator behind make_smshare_r7.py, make_smshare_r8.py, make_smshare_r9.py and make_smshare_r10.py, which call main(n).
 
 For a round it writes scenarios/h100-sm-sharing-r{n}.yaml, the GEMM beside a copy or compute kernel of B blocks on
 one H100 at shapes never measured before, and the pre-registered predictions of models::gemm_beside. Inputs, all
 one-kernel-alone records of the round's probe run (probe_smshare_alone_r{n}_h100.jsonl,
 ncu_launchstats_gemm_once_r{n}_h100.csv): the GEMM's alone time and launch statistics, the neighbours' attributes and
 the copy kernel's bandwidth alone at each B. No case carries a placement, a slot count or a coefficient. The grid
-(fixed before the probe): every candidate whose default plan is persistent (tiles > grid) (round 9: and whose kernel
+(fixed before the probe): every candidate whose default plan is persistent (tiles > grid) (rounds 9-10: and whose kernel
 has a row in hw/data/h100-kappa-by-kernel.jsonl), in CAND order, at most 6; the round's B; both neighbours.
 
   (no option)  the scenario without measured values
@@ -72,6 +72,18 @@ ROUNDS = {
                    "(hbm_queue_kappa_by_kernel, fitted on rounds 6-8's copy/compute pairs)."),
             kappa_rows_only=True, kernel_key=True,
             keys=BASE_KEYS[:4] + ("hbm_queue_kappa", "hbm_queue_kappa_source") + BASE_KEYS[4:], notes={}),
+    # Round 10 (designed after round 9, before its probe): the model unchanged since round 9, at least 40 points in one
+    # pre-registered round. Candidates by one rule: every shape of rounds 7-9 whose kernel has a row in
+    # hbm_queue_kappa_by_kernel, in their rounds' order, with m + 128, less those with any earlier record (2688x3840,
+    # 3456x3072); B = 8, 16, 28, 36 (none used in rounds 7-9); at most 6 shapes, at least 5 (40 points).
+    10: dict(probe_run=26, measure_run=27, blocks=[8, 16, 28, 36], min_shapes=5,
+             cand=[(1280, 7680, 8192), (1664, 4608, 8192), (1664, 7680, 8192), (2176, 5120, 8192), (2432, 3840, 8192),
+                   (2816, 3840, 8192), (1408, 7168, 8192), (1920, 6144, 8192), (2304, 5632, 8192), (2944, 4096, 8192),
+                   (2176, 6656, 8192), (2432, 4352, 8192), (3072, 3840, 8192), (3200, 3584, 8192)],
+             model=("models::gemm_beside as in round 9 (round 7's engine, each kernel's HBM coefficient), unchanged after "
+                    "round 9's measurement."),
+             kappa_rows_only=True, kernel_key=True,
+             keys=BASE_KEYS[:4] + ("hbm_queue_kappa", "hbm_queue_kappa_source") + BASE_KEYS[4:], notes={}),
 }
 
 
@@ -114,7 +126,8 @@ def main(n):
     KAPPA_KERNELS = ({json.loads(l)["kernel"] for l in open(os.path.join(ROOT, "hw", "data", "h100-kappa-by-kernel.jsonl")) if l.strip()}
                      if R["kappa_rows_only"] else None)
     SHAPES = [sh for sh in CAND if tiles_of(sh) > kern[sh]["grid"] and (KAPPA_KERNELS is None or kern[sh]["kernel"] in KAPPA_KERNELS)][:6]
-    if len(SHAPES) < 4: sys.exit(f"only {len(SHAPES)} persistent candidates: fewer than issue 19's 4 shapes")
+    need = R.get("min_shapes", 4)
+    if len(SHAPES) < need: sys.exit(f"only {len(SHAPES)} persistent candidates: fewer than the round's {need} shapes")
     if "--grid" in sys.argv:
         print(",".join(f"{a}x{b}x{c}" for a, b, c in SHAPES), ",".join(map(str, BLOCKS)))
         return
