@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 19: how much the first unit of work of nvjet's persistent clusters varies in duration across clusters, on
-one H100 (hw/h100-1gpu.yaml smshare.unit_time_jitter; models::gemm_beside draws unit times with this spread to see
-whether a prediction sits at a wave edge).
+one H100. Measured to test whether round 10's bimodal point (a wave edge) is unit-time noise; it is not (README.md of
+this folder, "The wave edge of round 10"): the value is in no hardware file and the model does not use it.
 
 Inputs (this folder, standard library only): the completion-time records (`probe_smshare --mode tiletimes`,
 measure "tile_times") of runs 15, 16 and 25 (probe_smshare_tiletimes_r15_h100.jsonl, _r16_h100.jsonl,
