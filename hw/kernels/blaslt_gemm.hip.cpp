@@ -124,6 +124,23 @@ void GemmPlan::run(const void* x, const void* w, void* c, void* workspace, hipSt
                              workspace, ws_bytes_, stream));
 }
 
+bool GemmPlan::set_sm_count_target(int sms) {
+#if defined(FUSESIM_GPU_HIP)
+  (void)sms;
+  error_ = "set_sm_count_target: hipBLASLt has no SM-count target attribute";
+  return false;
+#else
+  const int32_t v = sms;
+  const cublasStatus_t st = cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &v, sizeof v);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    error_ = "cublasLtMatmulDescSetAttribute(SM_COUNT_TARGET = " + std::to_string(sms) + ") failed: status " +
+             std::to_string(static_cast<int>(st));
+    return false;
+  }
+  return true;
+#endif
+}
+
 std::string GemmPlan::algo_fingerprint() const {
   if (!ok_ || heur_.empty()) return "";
   const auto* b = reinterpret_cast<const unsigned char*>(&heur_[algo_].algo);

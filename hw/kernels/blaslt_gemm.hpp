@@ -71,6 +71,12 @@ class GemmPlan {
   /// on `stream`. Returns false (and sets error()) when none works; never exits on BLAS errors.
   bool select_working_algo(const void* x, const void* w, void* c, void* workspace, hipStream_t stream);
 
+  /// Sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET on the plan's descriptor AFTER the heuristic chose its algorithm
+  /// (0: none), so run() launches the same algorithm told to target `sms` SMs (issue 19: the same kernel with
+  /// fewer CTAs, if the library sizes the grid from the descriptor at launch). Returns false (and sets
+  /// error()) when the library refuses the attribute, and on HIP (hipBLASLt has no such attribute).
+  bool set_sm_count_target(int sms);
+
  private:
   hipblasLtHandle_t handle_;
   int64_t m_, n_, k_;

@@ -5,6 +5,9 @@
 //             "gemm_alone": C = X·W^T (bf16, cuBLASLt) per shape (--shapes MxNxK,...), with the library's
 //               default plan (sm_target 0) and planned for fewer SMs (--sm-targets, through
 //               CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET): time_us, TFLOPs, algo fingerprint.
+//             "gemm_alone_pinned" (--pinned-targets, CUDA only; also in gemm_once): the default plan's algorithm
+//               run again with the descriptor's SM-count target set after the heuristic chose it (the same
+//               kernel, if the library sizes its grid from the descriptor at launch: ncu tells).
 //             "neighbour_alone": the copy kernel (16 B x 4 loads in flight per thread, each block its own
 //               slice of HBM) and the compute-only kernel (8 FMA chains per thread, no memory traffic) with
 //               B blocks (--blocks) alone: time_us for a fixed work per block, the rate per block,
@@ -311,6 +314,9 @@ int main(int argc, char** argv) {
   const auto shapes = parse_shapes(args.str_list("--shapes", {"4096x4096x4096", "8192x8192x4096", "2048x7168x4096",
                                                                "1024x4096x8192"}, "GEMM shapes MxNxK"));
   const auto sm_targets = args.int_list("--sm-targets", {0, 128, 124, 116, 100, 99, 84, 66}, "SM-count targets (0: default)");
+  const auto pinned_targets = args.int_list("--pinned-targets", {}, "alone / gemm_once: the default plan's algorithm run "
+                                            "again told to target each of these SM counts (set after the heuristic; "
+                                            "\"gemm_alone_pinned\", CUDA only; empty: none)");
   const auto blocks = args.int_list("--blocks", {4, 8, 16, 24, 33, 48, 66}, "neighbour block counts B");
   const auto kinds = args.str_list("--kinds", {"copy", "compute"}, "neighbour kinds");
   const long long slice_mib = args.integer("--slice-mib", 4, "copy: HBM slice per block (MiB)");
@@ -717,12 +723,38 @@ int main(int argc, char** argv) {
         GPU_CHECK(hipStreamSynchronize(gs.s));
         j.str("algo", plan->algo_fingerprint());
         rep.emit(j);
+        if (target == 0) def = std::move(plan);
         continue;
       }
       Stats st = time_one(gs.s, g0, g1, [&]() { plan->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); });
       j.timing(st).num("TFLOPs", plan->flops() / (st.median * 1e-6) / 1e12).str("algo", plan->algo_fingerprint());
       rep.emit(j);
       if (target == 0) def = std::move(plan);
+    }
+    // --pinned-targets: the default plan's algorithm, the descriptor's SM-count target set after the heuristic.
+    if ((mode == "alone" || mode == "gemm_once") && def) {
+      for (auto target : pinned_targets) {
+        JsonLine j;
+        j.str("measure", "gemm_alone_pinned").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n)
+            .integer("k", sh.k).integer("sm_target", target).str("algo", def->algo_fingerprint());
+        if (!def->set_sm_count_target(static_cast<int>(target))) {
+          j.str("error", def->error());
+          rep.emit(j);
+          continue;
+        }
+        if (mode == "gemm_once") {
+          def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
+          GPU_CHECK(hipStreamSynchronize(gs.s));
+        } else {
+          Stats st = time_one(gs.s, g0, g1, [&]() { def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); });
+          j.timing(st).num("TFLOPs", def->flops() / (st.median * 1e-6) / 1e12);
+        }
+        rep.emit(j);
+      }
+      if (!pinned_targets.empty() && !def->set_sm_count_target(0)) {
+        std::fprintf(stderr, "fusesim: probe_smshare: could not reset the SM-count target: %s\n", def->error().c_str());
+        return 1;
+      }
     }
     if (mode != "beside" || !def) continue;
     const double t_alone = [&]() {
