@@ -385,7 +385,7 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   const int blocks = int(v.integer("blocks"));
   if (kind != "none" && blocks < 1) throw ParamError("blocks", "a neighbour needs blocks >= 1");
   if (kind == "copy" && !v.given("neighbour_alone_GBps"))
-    throw ParamError("neighbour_alone_GBps", "a copy neighbour needs its bandwidth alone (GB/s)");
+    throw ParamError("neighbour_alone_GBps", "a copy neighbour needs neighbour_alone_GBps, its bandwidth alone (GB/s, read + write)");
 
   if (v.given("cluster_slots")) {
     // Round 2 (calibrate/data/h200/predict_smshare_r2.py, the same rule): S slots from the GPC count, the
