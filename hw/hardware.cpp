@@ -84,6 +84,20 @@ void ParamRegistry::add(const std::vector<ParamDecl>& decls) {
   }
 }
 
+void ParamRegistry::add_table(const TableDecl& t) {
+  if (const TableDecl* had = find_table(t.name)) {
+    if (had->description != t.description) throw std::logic_error("table declared twice with different descriptions: " + t.name);
+    return;
+  }
+  tables_.push_back(t);
+}
+
+const TableDecl* ParamRegistry::find_table(const std::string& name) const {
+  for (const auto& t : tables_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 const ParamDecl* ParamRegistry::find(const std::string& key) const {
   auto it = index_.find(key);
   if (it != index_.end()) return &decls_[it->second];
@@ -295,6 +309,11 @@ Hardware Hardware::load(const std::string& path, const ParamRegistry& registry) 
         const std::string tn = t->first.as<std::string>();
         const YAML::Node tv = t->second;
         const std::string key = "tables." + tn;
+        if (!registry.tables().empty() && !registry.find_table(tn)) {
+          std::vector<std::string> names;
+          for (const auto& d : registry.tables()) names.push_back(d.name);
+          throw FileError(path, yaml_line(t->first), key, fmt::format("unknown table (declared: {})", fmt::join(names, ", ")));
+        }
         if (!tv.IsMap() || !tv["file"] || !tv["kind"] || !tv["source"])
           throw FileError(path, yaml_line(tv), key, "expected {file: PATH, kind: measured, source: TEXT}");
         Table tab;

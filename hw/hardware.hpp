@@ -49,12 +49,24 @@ struct ParamDecl {
   std::string description;
 };
 
+/// A measured table a model reads from a hardware file's `tables:` (its name there and what its rows are).
+struct TableDecl {
+  std::string name;
+  std::string description;
+};
+
 /// The set of parameters a hardware file may contain. Built explicitly from the models'
 /// declarations (see models/model.hpp: builtin_registry()); nothing global.
 class ParamRegistry {
  public:
   /// Add declarations; std::logic_error if a key is declared twice.
   void add(const std::vector<ParamDecl>& decls);
+  /// Declare a table some model reads; the same name twice with another description is a std::logic_error.
+  /// A registry that declares any table refuses, in Hardware::load, a table it does not declare (a misspelt
+  /// name would otherwise leave the model without it, unseen); one that declares none accepts any.
+  void add_table(const TableDecl& t);
+  const TableDecl* find_table(const std::string& name) const;
+  const std::vector<TableDecl>& tables() const { return tables_; }
   /// The declaration of `key`, or nullptr. A build-scoped key "section@BUILD.name" (a kernel build's
   /// own value of a declared "section.name", e.g. "gemm@d5c0277d.mxfp8_tile_fixed": the costs of the
   /// mxfp8 GEMM as build d5c0277d was measured) has the declaration of "section.name", bounds and
@@ -64,6 +76,7 @@ class ParamRegistry {
 
  private:
   std::vector<ParamDecl> decls_;
+  std::vector<TableDecl> tables_;
   std::map<std::string, size_t> index_;
   mutable std::map<std::string, ParamDecl> scoped_;  ///< build-scoped declarations handed out (stable addresses)
 };

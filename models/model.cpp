@@ -368,6 +368,7 @@ const hw::ParamRegistry& builtin_registry() {
       if (s->hardware)
         for (const auto& h : s->hardware(nullptr)) add_once(r, h.decl);
       for (const auto& d : s->documented) add_once(r, d);
+      for (const auto& t : s->tables) r.add_table(t);
     }
     for (const auto& d : hw::vocab::machine_description()) add_once(r, d);
     return r;

@@ -206,6 +206,8 @@ struct ModelSpec {
   HardwareFn hardware;
   /// Declared keys the model's files set to describe the machine but that the model does not read.
   std::vector<hw::ParamDecl> documented;
+  /// The hardware file's tables the model reads (`tables:` names; the registry refuses any other).
+  std::vector<hw::TableDecl> tables;
   /// The accepted case parameters with their meaning (README and error listings).
   std::function<std::vector<std::string>()> case_parameters;
   /// Run one case: (hardware, params after defaults and sweep, trace or null) -> {"predicted_us",

@@ -370,6 +370,7 @@ const ModelSpec& gemm_ar_live_spec() {
                 "calibrate/live/gemm_ar_live.hip.cpp; calibrated on our probes (calibrate/data/h200x2)",
                 reads_of(gemm_ar_live_hardware()), listing_of(live_fields().schema()), run_gemm_ar_live_case};
     s.documented = gemm_ar_live_documented();
+    s.tables = {{"gemm", "the GEMM alone per shape (m, n, k -> time), measured on the machine (calibrate/data/h200x2)"}};
     return s;
   }();
   return spec;

@@ -471,10 +471,15 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
 }
 
 const ModelSpec& sm_sharing_spec() {
-  static const ModelSpec spec{
-      "sm_sharing", "a GEMM beside a kernel holding B SMs on one GPU: tiles in waves over the free SM pool (issue 19)",
-      "calibrate/data/h200/README.md (probe_smshare on one H200; predictions pre-registered in smshare_predictions.json)",
-      reads_of(sm_sharing_hardware()), [] { return schema().describe(); }, run_sm_sharing_case};
+  static const ModelSpec spec = [] {
+    ModelSpec s{"sm_sharing", "a GEMM beside a kernel holding B SMs on one GPU: tiles in waves over the free SM pool (issue 19)",
+                "calibrate/data/h200/README.md (probe_smshare on one H200; predictions pre-registered in smshare_predictions.json)",
+                reads_of(sm_sharing_hardware()), [] { return schema().describe(); }, run_sm_sharing_case};
+    s.tables = {{"sm_map", "the GPU's SMs: GPC, TPC and the dispatcher's order (hw::SmMap; one row per SM)"},
+                {"late_cluster_work_ids", "per persistent grid (clusters, CTAs per cluster): the late clusters' work ids"},
+                {"hbm_queue_kappa_by_kernel", "per GEMM kernel (as ncu names it): its HBM queueing coefficient kappa"}};
+    return s;
+  }();
   return spec;
 }
 

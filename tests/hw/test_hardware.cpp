@@ -111,3 +111,14 @@ TEST(HardwareCalibration, ANegativeOrNonFiniteResidualIsRefused) {
   }
   EXPECT_EQ(hw_error(with_replaced(text, l, "  residual_rms_pct: 0")), "");
 }
+
+TEST(ScenarioHardware, ATableNoModelDeclaresIsRefusedAtItsLine) {
+  // The models declare the tables they read (ModelSpec::tables); a misspelt one would leave the model without it,
+  // unseen (sm_sharing would fall back to the machine's one HBM coefficient for every kernel).
+  std::string text = with_replaced(read_file(kRoot + "/hw/h100-1gpu.yaml"), "  hbm_queue_kappa_by_kernel:", "  hbm_queue_kapa_by_kernel:");
+  for (size_t at; (at = text.find("file: data/")) != std::string::npos;) text.replace(at, 11, "file: " + kRoot + "/hw/data/");
+  expect_hw_error(text, "'tables.hbm_queue_kapa_by_kernel': unknown table (declared: ", line_with(text, "hbm_queue_kapa_by_kernel:"));
+  EXPECT_TRUE(has(hw_error(text), "hbm_queue_kappa_by_kernel"));  // the declared names are listed
+  const hw::ParamRegistry& r = models::builtin_registry();
+  for (const char* t : {"sm_map", "late_cluster_work_ids", "hbm_queue_kappa_by_kernel", "gemm"}) EXPECT_NE(r.find_table(t), nullptr) << t;
+}
