@@ -2,6 +2,7 @@
 #include "hw/sm_pool.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <stdexcept>
@@ -393,20 +394,21 @@ struct ClusterRun {
   // cluster has done since the start (units); active: (V at which a running unit ends, blockIdx, gpc), in the
   // order the units started, which is also the order they end (V only grows, every unit is one unit of work).
   double V = 0, t_last = 0;
+  double factor = 1;  // k.slow_factor until k.slow_until_s, then 1: a unit's time is tile_time_s(running) x factor
   std::deque<std::tuple<double, int, int>> active;
   sim::Timer timer{};
   bool timer_set = false;
 
   void advance() {
     const double now = pool.sim().now();
-    if (running > 0 && now > t_last) V += (now - t_last) / k.tile_time_s(running);
+    if (running > 0 && now > t_last) V += (now - t_last) / (k.tile_time_s(running) * factor);
     t_last = now;
   }
   void reschedule(const std::shared_ptr<ClusterRun>& self) {
     if (timer_set) pool.sim().cancel(timer);
     timer_set = false;
     if (active.empty() || running <= 0) return;
-    const double dt = std::max(0.0, (std::get<0>(active.front()) - V) * k.tile_time_s(running));
+    const double dt = std::max(0.0, (std::get<0>(active.front()) - V) * k.tile_time_s(running) * factor);
     timer = pool.sim().after(dt, [self] { self->complete(self); });
     timer_set = true;
   }
@@ -417,7 +419,7 @@ struct ClusterRun {
     std::vector<std::pair<int, int>> ended;
     // "Done" within the engine's picosecond clock: the timer fires at its time rounded to a picosecond, which can
     // fall a fraction of one short of the unit's end.
-    const double eps = running > 0 ? 1e-12 / k.tile_time_s(running) : 0;
+    const double eps = running > 0 ? 1e-12 / (k.tile_time_s(running) * factor) : 0;
     while (!active.empty() && std::get<0>(active.front()) <= V + eps) {
       ended.emplace_back(std::get<1>(active.front()), std::get<2>(active.front()));
       active.pop_front();
@@ -478,6 +480,8 @@ struct ClusterRun {
 void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(int, int, bool)> on_done) {
   if (k.tiles < 1 || k.grid < 1 || k.cluster < 1)
     throw std::invalid_argument("run_persistent(" + k.label + "): tiles, grid and cluster must be >= 1");
+  if (!(k.slow_factor >= 1) || !std::isfinite(k.slow_factor) || !(k.slow_until_s >= 0))
+    throw std::invalid_argument("run_persistent(" + k.label + "): slow_factor must be >= 1 and finite, slow_until_s >= 0");
   int biggest = 0;
   for (int g = 0; g < pool.map().gpcs(); ++g) biggest = std::max(biggest, int(std::count(pool.map().gpc_of_sm.begin(), pool.map().gpc_of_sm.end(), g)));
   if (k.cluster > biggest)
@@ -513,9 +517,20 @@ void run_persistent(GpcPool& pool, const PersistentGemm& k, std::function<void(i
       used[next_free] = true;
     }
     r->static_done.assign(r->G, 0);
+    if (k.slow_until_s > 0 && k.slow_factor != 1) {
+      r->factor = k.slow_factor;
+      if (std::isfinite(k.slow_until_s))
+        pool.sim().at(k.slow_until_s, [r] {  // the rate in force since t_last ends now
+          r->advance();
+          r->factor = 1;
+          r->reschedule(r);
+        });
+    }
     r->launch(r);
     return;
   }
+  if (k.slow_until_s > 0 && k.slow_factor != 1)
+    throw std::invalid_argument("run_persistent(" + k.label + "): slow_factor needs HandOut::static_two_then_counter");
   auto r = std::make_shared<PersistentRun>(PersistentRun{pool, k, std::move(on_done)});
   r->tiles_left = k.tiles;
   r->not_started = k.grid;

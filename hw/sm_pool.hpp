@@ -276,6 +276,11 @@ struct PersistentGemm {
   std::vector<int> late_work_ids;
   /// reserve_one_after_drain only: the whole-wave drain wait above (false: the round-3..5 engine).
   bool whole_wave_drain_wait = true;
+  /// static_two_then_counter only: every unit progresses slow_factor (>= 1) times slower while the clock is
+  /// before slow_until_s (s; 0: never; infinity: the whole run), e.g. a neighbour's HBM traffic while it runs
+  /// (models::gemm_beside). Errors: std::invalid_argument for slow_factor < 1 or not finite, slow_until_s < 0, or
+  /// a slow_factor other than 1 under another hand-out.
+  double slow_factor = 1, slow_until_s = 0;
 };
 void run_persistent(GpcPool& pool, const PersistentGemm& k,
                     std::function<void(int slots_at_launch, int late_ctas, bool whole_wave_drain)> on_done);

@@ -179,7 +179,7 @@ namespace {
 /// hold_s; tile_time(n) per tile. Returns (end time s, slots at launch, late CTAs, whole-wave wait charged).
 std::tuple<double, int, int, bool> persistent_run(const SmShareMachine& m, const GemmOnSms& g, const std::vector<int>& held,
                                             double hold_s, const std::function<double(int)>& tile_time,
-                                            sim::TraceSink* trace) {
+                                            sim::TraceSink* trace, double slow_factor = 1) {
   sim::Simulation sim;
   sim.set_trace(trace);
   hw::GpcPool pool(sim, m.map);
@@ -194,6 +194,10 @@ std::tuple<double, int, int, bool> persistent_run(const SmShareMachine& m, const
   pg.label = "gemm";
   pg.tile_time_s = tile_time;
   pg.late_work_ids = g.late_work_ids;
+  if (slow_factor != 1) {  // the neighbour's HBM stretch while it runs (held or not)
+    pg.slow_factor = slow_factor;
+    pg.slow_until_s = hold_s;
+  }
   double t_end = 0;
   int slots = 0, late = 0;
   bool whole = false, done = false;
@@ -280,11 +284,15 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
   const auto [t_alone, s_alone, l_alone, w_alone] = persistent_run(m, gw, {}, 0, tile_time, held.empty() ? trace : nullptr);
   r.alone_s = alone_s;
   const double scale = alone_s / t_alone;
+  // The HBM stretch acts while the neighbour runs: a neighbour that outlasts the GEMM stretches all of it; one that
+  // ends first (or that the GEMM waits for) only the part run beside it.
   if (held.empty()) {
     r.beside_s = alone_s;
     r.slots_at_launch = std::min(g.grid, s_alone);
     r.late_ctas = l_alone;
     r.whole_wave_drain = w_alone;
+    r.time_s = alone_s * r.stretch;
+    if (r.time_s > nb.length_s) r.time_s = nb.length_s + (alone_s - nb.length_s / r.stretch);
     return r;
   }
   const auto [t_b, slots, late, whole] = persistent_run(m, gw, held, nb.length_s / scale, tile_time, trace);
@@ -292,6 +300,9 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
   r.slots_at_launch = slots;
   r.late_ctas = late;
   r.whole_wave_drain = whole;
+  r.time_s = r.beside_s * r.stretch;
+  if (r.stretch > 1 && r.time_s > nb.length_s)
+    r.time_s = std::get<0>(persistent_run(m, gw, held, nb.length_s / scale, tile_time, nullptr, r.stretch)) * scale;
   return r;
 }
 
@@ -322,7 +333,7 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   nb.length_s = v.number("cover") * alone;
   if (kind == "copy") nb.hbm_Bps = v.number("neighbour_alone_GBps") * 1e9;
   const BesideResult r = gemm_beside(m, g, nb, alone, trace);
-  const double t = r.beside_s * r.stretch;
+  const double t = r.time_s;
   std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
   return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"cta_slots", r.slots_at_launch},
           {"late_ctas", r.late_ctas}, {"whole_wave_drain", r.whole_wave_drain}, {"hbm_stretch", r.stretch},

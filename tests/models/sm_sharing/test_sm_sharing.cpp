@@ -637,3 +637,35 @@ TEST(SmSharingRound9, AKernelsOwnHbmCoefficientFromTheTable) {
   EXPECT_NE(other["hbm_queue_kappa_source"].get<std::string>().find("nvjet_not_listed is not in"), std::string::npos);
   EXPECT_EQ(without["hbm_queue_kappa_source"].get<std::string>().find("is not in"), std::string::npos);
 }
+
+TEST(SmSharingHbm, TheCopyStretchesOnlyThePartOfTheGemmRunBesideIt) {
+  // The HBM stretch 1 + kappa u / (1 - u) acts while the copy runs (BesideResult::time_s): a copy that outlasts the
+  // GEMM stretches all of it; one that ends first only the part beside it; a GEMM that waits for a copy holding
+  // every SM runs unstretched after it (it had been the wait and the run, both stretched).
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h100-1gpu.yaml");
+  const std::string base = "{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, cluster_n: 2, "
+                           "alone_time_us: 209.792, neighbour: copy, neighbour_alone_GBps: 2400, kernel: nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT";
+  auto run = [&](const std::string& extra) { return models::run_sm_sharing_case(h, YAML::Load(base + extra + "}"), nullptr); };
+  const auto whole = run(", blocks: 40, cover: 20");
+  const double s = whole["hbm_stretch"].get<double>();
+  ASSERT_GT(s, 1.2);
+  const auto same_sms = models::run_sm_sharing_case(
+      h, YAML::Load(std::string("{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, "
+                                "cluster_n: 2, alone_time_us: 209.792, neighbour: compute, blocks: 40, cover: 20}")), nullptr);
+  const double pool_us = same_sms["predicted_us"].get<double>();  // the SM pool alone: the compute neighbour holds the same SMs
+  EXPECT_NEAR(whole["predicted_us"].get<double>(), pool_us * s, 1e-6 * pool_us);
+  // A copy lasting a quarter of the GEMM's alone time ends long before the GEMM: between the pool time and pool x stretch.
+  const auto short_copy = run(", blocks: 40, cover: 0.25");
+  const double l_us = 0.25 * 209.792;
+  EXPECT_LT(short_copy["predicted_us"].get<double>(), pool_us * s - 1.0);
+  EXPECT_GT(short_copy["predicted_us"].get<double>(), 209.792);
+  // Its SM part is the pool beside a neighbour that leaves at l_us; the stretch adds at most (s - 1) x l_us.
+  const auto short_compute = models::run_sm_sharing_case(
+      h, YAML::Load(std::string("{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, "
+                                "cluster_n: 2, alone_time_us: 209.792, neighbour: compute, blocks: 40, cover: 0.25}")), nullptr);
+  EXPECT_GT(short_copy["predicted_us"].get<double>(), short_compute["predicted_us"].get<double>());
+  EXPECT_LE(short_copy["predicted_us"].get<double>(), short_compute["predicted_us"].get<double>() + (s - 1) * l_us + 1e-6);
+  // A copy on every SM for one alone time: the GEMM waits for it, then runs alone, unstretched.
+  const auto all_sms = run(", blocks: 264, cover: 1");
+  EXPECT_NEAR(all_sms["predicted_us"].get<double>(), 2 * 209.792, 1e-6 * 209.792);
+}
