@@ -278,8 +278,9 @@ struct PersistentGemm {
   bool whole_wave_drain_wait = true;
   /// static_two_then_counter only: every unit progresses slow_factor (>= 1) times slower while the clock is
   /// before slow_until_s (s; 0: never; infinity: the whole run), e.g. a neighbour's HBM traffic while it runs
-  /// (models::gemm_beside). Errors: std::invalid_argument for slow_factor < 1 or not finite, slow_until_s < 0, or
-  /// a slow_factor other than 1 under another hand-out.
+  /// (models::gemm_beside); an absolute time of the pool's clock (the run starts at 0 in gemm_beside). Errors:
+  /// std::invalid_argument for slow_factor < 1 or not finite, slow_until_s < 0, or slow_factor != 1 with
+  /// slow_until_s > 0 under another hand-out.
   double slow_factor = 1, slow_until_s = 0;
 };
 void run_persistent(GpcPool& pool, const PersistentGemm& k,

@@ -141,6 +141,21 @@ bool GemmPlan::set_sm_count_target(int sms) {
 #endif
 }
 
+bool GemmPlan::try_run(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) {
+  if (!ok_) return false;
+  const float alpha = 1.0f, beta = 0.0f;
+  const hipblasStatus_t st = hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[algo_].algo,
+                                             workspace, ws_bytes_, stream);
+  if (st != HIPBLAS_STATUS_SUCCESS) {
+    error_ = "hipblasLtMatmul refused the algorithm in use: status " + std::to_string(static_cast<int>(st)) + " (" +
+             fusesim_blas_status_string(st) + ")";
+    return false;
+  }
+  GPU_CHECK(hipStreamSynchronize(stream));
+  GPU_CHECK(hipGetLastError());
+  return true;
+}
+
 std::string GemmPlan::algo_fingerprint() const {
   if (!ok_ || heur_.empty()) return "";
   const auto* b = reinterpret_cast<const unsigned char*>(&heur_[algo_].algo);

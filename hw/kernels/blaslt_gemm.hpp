@@ -77,6 +77,11 @@ class GemmPlan {
   /// error()) when the library refuses the attribute, and on HIP (hipBLASLt has no such attribute).
   bool set_sm_count_target(int sms);
 
+  /// Runs the product once with the algorithm in use and blocks on `stream`; returns false (and sets error())
+  /// when the library refuses the call, instead of exiting as run() does (a pinned SM-count target may make the
+  /// chosen algorithm invalid).
+  bool try_run(const void* x, const void* w, void* c, void* workspace, hipStream_t stream);
+
  private:
   hipblasLtHandle_t handle_;
   int64_t m_, n_, k_;

@@ -317,6 +317,12 @@ int main(int argc, char** argv) {
   const auto pinned_targets = args.int_list("--pinned-targets", {}, "alone / gemm_once: the default plan's algorithm run "
                                             "again told to target each of these SM counts (set after the heuristic; "
                                             "\"gemm_alone_pinned\", CUDA only; empty: none)");
+  if (!pinned_targets.empty() &&
+      ((mode != "alone" && mode != "gemm_once") || std::find(sm_targets.begin(), sm_targets.end(), 0) == sm_targets.end())) {
+    std::fprintf(stderr, "fusesim: probe_smshare: --pinned-targets needs --mode alone or gemm_once and 0 among --sm-targets "
+                         "(the default plan it pins)\n");
+    return 2;
+  }
   const auto blocks = args.int_list("--blocks", {4, 8, 16, 24, 33, 48, 66}, "neighbour block counts B");
   const auto kinds = args.str_list("--kinds", {"copy", "compute"}, "neighbour kinds");
   const long long slice_mib = args.integer("--slice-mib", 4, "copy: HBM slice per block (MiB)");
@@ -737,23 +743,17 @@ int main(int argc, char** argv) {
         JsonLine j;
         j.str("measure", "gemm_alone_pinned").str("dtype", "bf16").integer("m", sh.m).integer("n", sh.n)
             .integer("k", sh.k).integer("sm_target", target).str("algo", def->algo_fingerprint());
-        if (!def->set_sm_count_target(static_cast<int>(target))) {
+        // Set, then one run that may fail without ending the probe (the library may refuse the algorithm now).
+        if (!def->set_sm_count_target(static_cast<int>(target)) || !def->try_run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s)) {
           j.str("error", def->error());
           rep.emit(j);
           continue;
         }
-        if (mode == "gemm_once") {
-          def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s);
-          GPU_CHECK(hipStreamSynchronize(gs.s));
-        } else {
+        if (mode != "gemm_once") {
           Stats st = time_one(gs.s, g0, g1, [&]() { def->run(x.ptr, w.ptr, c.ptr, ws.ptr, gs.s); });
           j.timing(st).num("TFLOPs", def->flops() / (st.median * 1e-6) / 1e12);
         }
         rep.emit(j);
-      }
-      if (!pinned_targets.empty() && !def->set_sm_count_target(0)) {
-        std::fprintf(stderr, "fusesim: probe_smshare: could not reset the SM-count target: %s\n", def->error().c_str());
-        return 1;
       }
     }
     if (mode != "beside" || !def) continue;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "hw/sm_pool.hpp"
 #include "models/model.hpp"
 #include "models/sm_sharing/sm_sharing.hpp"
@@ -664,8 +666,61 @@ TEST(SmSharingHbm, TheCopyStretchesOnlyThePartOfTheGemmRunBesideIt) {
       h, YAML::Load(std::string("{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, "
                                 "cluster_n: 2, alone_time_us: 209.792, neighbour: compute, blocks: 40, cover: 0.25}")), nullptr);
   EXPECT_GT(short_copy["predicted_us"].get<double>(), short_compute["predicted_us"].get<double>());
-  EXPECT_LE(short_copy["predicted_us"].get<double>(), short_compute["predicted_us"].get<double>() + (s - 1) * l_us + 1e-6);
+  // (during l_us the GEMM does l_us / s of work instead of l_us: at most l_us (1 - 1 / s) later)
+  EXPECT_LE(short_copy["predicted_us"].get<double>(), short_compute["predicted_us"].get<double>() + (1 - 1 / s) * l_us + 1e-6);
   // A copy on every SM for one alone time: the GEMM waits for it, then runs alone, unstretched.
   const auto all_sms = run(", blocks: 264, cover: 1");
   EXPECT_NEAR(all_sms["predicted_us"].get<double>(), 2 * 209.792, 1e-6 * 209.792);
+}
+
+TEST(SmSharingHbm, ACopyWithoutItsBandwidthNamesTheKey) {
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h100-1gpu.yaml");
+  try {
+    (void)models::run_sm_sharing_case(
+        h, YAML::Load("{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, alone_time_us: 209.792, "
+                      "neighbour: copy, blocks: 40}"), nullptr);
+    ADD_FAILURE() << "a copy neighbour without neighbour_alone_GBps ran";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "neighbour_alone_GBps");
+    EXPECT_NE(std::string(e.what()).find("needs neighbour_alone_GBps"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SmMapRound7, UnitsRunSlowFactorTimesSlowerUntilSlowUntil) {
+  // The tiny map (8 SMs, 2 GPCs of 4), grid 8 in clusters of 2, 16 tiles (8 units: 2 per cluster, both static),
+  // 1 us per unit: 2 us alone. Slowed x2 until 1 us: the first unit ends at 2 us (half done at 1 us, then full
+  // speed: 1 + 0.5 = 1.5 us), the second at 2.5 us.
+  const hw::SmMap m = tiny_map();
+  auto run = [&](double factor, double until_s) {
+    sim::Simulation sim;
+    hw::GpcPool pool(sim, m);
+    hw::PersistentGemm k;
+    k.tiles = 16;
+    k.grid = 8;
+    k.cluster = 2;
+    k.label = "gemm";
+    k.tile_time_s = [](int) { return 1e-6; };
+    k.slow_factor = factor;
+    k.slow_until_s = until_s;
+    double end = -1;
+    hw::run_persistent(pool, k, [&](int, int, bool) { end = sim.now(); });
+    sim.run();
+    return end * 1e6;
+  };
+  EXPECT_NEAR(run(1, 0), 2.0, 1e-6);
+  EXPECT_NEAR(run(2, 1e-6), 2.5, 1e-6);
+  EXPECT_NEAR(run(2, 10e-6), 4.0, 1e-6);  // slowed for the whole run
+  EXPECT_NEAR(run(2, std::numeric_limits<double>::infinity()), 4.0, 1e-6);
+  EXPECT_THROW(run(0.5, 1e-6), std::invalid_argument);
+  sim::Simulation sim;
+  hw::GpcPool pool(sim, m);
+  hw::PersistentGemm old;
+  old.tiles = 16;
+  old.grid = 8;
+  old.cluster = 2;
+  old.tile_time_s = [](int) { return 1e-6; };
+  old.hand_out = hw::HandOut::reserve_one_after_drain;
+  old.slow_factor = 2;
+  old.slow_until_s = 1e-6;
+  EXPECT_THROW(hw::run_persistent(pool, old, [](int, int, bool) {}), std::invalid_argument);
 }
