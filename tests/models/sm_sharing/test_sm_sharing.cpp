@@ -724,3 +724,22 @@ TEST(SmMapRound7, UnitsRunSlowFactorTimesSlowerUntilSlowUntil) {
   old.slow_until_s = 1e-6;
   EXPECT_THROW(hw::run_persistent(pool, old, [](int, int, bool) {}), std::invalid_argument);
 }
+
+TEST(SmSharingHbm, AGemmWhoseBlocksFitBesideTheCopyIsStretchedOnlyWhileItRuns) {
+  // A GEMM block small enough to share an SM with the copy's blocks (hw::can_share): no SM is held, the SM pool
+  // leaves the GEMM its alone time, and the copy's stretch s acts for its length L only: L + (alone - L / s) when
+  // the stretched GEMM outlasts it, alone x s when it does not.
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h100-1gpu.yaml");
+  auto run = [&](double cover) {
+    return models::run_sm_sharing_case(
+        h, YAML::Load("{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, cluster_m: 1, "
+                      "cluster_n: 2, gemm_regs: 100, gemm_smem_bytes: 1000, alone_time_us: 200, neighbour: copy, "
+                      "blocks: 8, neighbour_alone_GBps: 2000, cover: " + std::to_string(cover) + "}"), nullptr);
+  };
+  const auto long_copy = run(20), short_copy = run(0.5);
+  ASSERT_EQ(long_copy["neighbour_sms"].get<int>(), 8);
+  const double s = long_copy["hbm_stretch"].get<double>();
+  ASSERT_GT(s, 1.1);
+  EXPECT_NEAR(long_copy["predicted_us"].get<double>(), 200 * s, 1e-6);
+  EXPECT_NEAR(short_copy["predicted_us"].get<double>(), 100 + (200 - 100 / s), 1e-6);
+}
