@@ -33,7 +33,7 @@ struct FfnGemmBeside {
   models::GemmOnSms gemm;          ///< its tiles, grid, cluster and block
   std::string machine;             ///< the hardware file of the SM pool (ffn_gemm_machine's path)
   models::BesideResult r;          ///< gemm_beside's answer (alone_s, beside_s, held_sms, late_ctas, ...)
-  double charge_us() const { return (r.time_s - r.alone_s) * 1e6; }
+  double charge_us() const { return (r.beside_s - r.alone_s) * 1e6; }
 };
 
 /// The machine the charge runs on: the case's hardware when it has the sm_sharing keys (smshare.*,

@@ -134,7 +134,7 @@ nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, si
   AfdResult res = simulate_afd(hw, c, trace);
   // The next micro-batch's expert GEMM beside the transport kernel (off by default: no change).
   const std::vector<FfnGemmBeside> beside = ffn_gemm_beside(hw, c, res);
-  for (const auto& b : beside) res.kernels.push_back({"ffn_gemm", b.start_us, b.start_us + b.r.time_s * 1e6, b.device, "ffn"});
+  for (const auto& b : beside) res.kernels.push_back({"ffn_gemm", b.start_us, b.start_us + b.r.beside_s * 1e6, b.device, "ffn"});
   nlohmann::json out = result_json(c, res);
   if (!beside.empty()) {
     nlohmann::json& p = out["params"];
@@ -154,15 +154,15 @@ nlohmann::json run_afd_case(const hw::Hardware& hw, const YAML::Node& params, si
     for (const auto& b : beside) {
       ranks.push_back({{"device", b.device}, {"neighbour", b.neighbour}, {"transport_blocks", b.transport_blocks},
                        {"neighbour_us", b.neighbour_us}, {"m", b.m}, {"n", b.n}, {"k", b.k}, {"tiles", b.gemm.tiles},
-                       {"grid", b.gemm.grid}, {"alone_us", b.r.alone_s * 1e6}, {"beside_us", b.r.time_s * 1e6},
+                       {"grid", b.gemm.grid}, {"alone_us", b.r.alone_s * 1e6}, {"beside_us", b.r.beside_s * 1e6},
                        {"charge_us", b.charge_us()}, {"held_sms", b.r.held_sms}, {"slots_at_launch", b.r.slots_at_launch},
                        {"late_ctas", b.r.late_ctas}});
-      if (b.start_us + b.r.time_s * 1e6 > last->start_us + last->r.time_s * 1e6) last = &b;
+      if (b.start_us + b.r.beside_s * 1e6 > last->start_us + last->r.beside_s * 1e6) last = &b;
     }
     nlohmann::json& x = out["extra"];
     x["ffn_gemm_device"] = last->device;
     x["ffn_gemm_alone_us"] = last->r.alone_s * 1e6;
-    x["ffn_gemm_beside_us"] = last->r.time_s * 1e6;
+    x["ffn_gemm_beside_us"] = last->r.beside_s * 1e6;
     x["ffn_gemm_charge_us"] = last->charge_us();
     x["ffn_gemm_held_sms"] = last->r.held_sms;
     x["ffn_gemm_beside"] = {{"rule", "models::gemm_beside (the sm_sharing model's mechanism: round-3 placement and slots, round-7 hand-out)"},

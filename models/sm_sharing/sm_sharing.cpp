@@ -281,28 +281,17 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
     if (!hw::can_share(m.limits, nb.block, 1, g.block)) held = hw::dispatch_placement(m.map, nb.blocks);
   }
   r.held_sms = int(held.size());
-  const auto [t_alone, s_alone, l_alone, w_alone] = persistent_run(m, gw, {}, 0, tile_time, held.empty() ? trace : nullptr);
+  const double t_alone = std::get<0>(persistent_run(m, gw, {}, 0, tile_time, nullptr));
   r.alone_s = alone_s;
   const double scale = alone_s / t_alone;
-  // The HBM stretch acts while the neighbour runs: a neighbour that outlasts the GEMM stretches all of it; one that
-  // ends first (or that the GEMM waits for) only the part run beside it.
-  if (held.empty()) {
-    r.beside_s = alone_s;
-    r.slots_at_launch = std::min(g.grid, s_alone);
-    r.late_ctas = l_alone;
-    r.whole_wave_drain = w_alone;
-    r.time_s = alone_s * r.stretch;
-    if (r.time_s > nb.length_s) r.time_s = nb.length_s + (alone_s - nb.length_s / r.stretch);
-    return r;
-  }
-  const auto [t_b, slots, late, whole] = persistent_run(m, gw, held, nb.length_s / scale, tile_time, trace);
+  // Beside: the neighbour holds its SMs (none when a GEMM block fits beside its blocks) and stretches every unit by
+  // the HBM factor while it runs (hw::PersistentGemm::slow_factor until nb.length_s): a neighbour that outlasts the
+  // GEMM stretches all of it; one that ends first, or that the GEMM waits for, only the part run beside it.
+  const auto [t_b, slots, late, whole] = persistent_run(m, gw, held, nb.length_s / scale, tile_time, trace, r.stretch);
   r.beside_s = t_b * scale;
   r.slots_at_launch = slots;
   r.late_ctas = late;
   r.whole_wave_drain = whole;
-  r.time_s = r.beside_s * r.stretch;
-  if (r.stretch > 1 && r.time_s > nb.length_s)
-    r.time_s = std::get<0>(persistent_run(m, gw, held, nb.length_s / scale, tile_time, nullptr, r.stretch)) * scale;
   return r;
 }
 
@@ -333,7 +322,7 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   nb.length_s = v.number("cover") * alone;
   if (kind == "copy") nb.hbm_Bps = v.number("neighbour_alone_GBps") * 1e9;
   const BesideResult r = gemm_beside(m, g, nb, alone, trace);
-  const double t = r.time_s;
+  const double t = r.beside_s;
   std::vector<hw::Span> spans{{"neighbour_" + kind, 0.0, nb.length_s * 1e6, 0, ""}, {"gemm", 0.0, t * 1e6, 0, ""}};
   return {{"predicted_us", t * 1e6}, {"phases", hw::spans_json(spans)}, {"cta_slots", r.slots_at_launch},
           {"late_ctas", r.late_ctas}, {"whole_wave_drain", r.whole_wave_drain}, {"hbm_stretch", r.stretch},

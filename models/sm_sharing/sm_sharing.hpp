@@ -80,9 +80,10 @@ struct SmNeighbour {
   double length_s = std::numeric_limits<double>::infinity();
 };
 
-/// What gemm_beside() computed: the engine's GEMM time alone and beside (seconds, SM pool only), its time
-/// beside with the HBM stretch (time_s), the HBM stretch, the CTA slots at launch, the late CTAs and the SMs the neighbour holds (0 when a GEMM
-/// block fits beside its blocks).
+/// What gemm_beside() computed: the GEMM's time alone and beside (seconds; beside: the SM pool with the HBM
+/// stretch while the neighbour runs, so a neighbour that ends first, or that the GEMM waits for, stretches only the
+/// part run beside it), the HBM stretch, the CTA slots at launch, the late CTAs and the SMs the neighbour holds (0
+/// when a GEMM block fits beside its blocks).
 struct BesideResult {
   double alone_s = 0, beside_s = 0, stretch = 1;
   int slots_at_launch = 0, late_ctas = 0, held_sms = 0;
@@ -96,12 +97,8 @@ struct BesideResult {
   /// The HBM coefficient used and where it came from ("kernel <name>: <table file>" or "machine: smshare.hbm_queue_kappa").
   double hbm_queue_kappa = 0;
   std::string hbm_queue_kappa_source;
-  /// The GEMM's time beside (s): the SM pool with the HBM stretch while the neighbour runs (beside_s x stretch
-  /// when the neighbour outlasts it; a neighbour that ends first, or that the GEMM waits for, stretches only the
-  /// part run beside it).
-  double time_s = 0;
-  /// The GEMM's time beside over its time alone (time_s / alone_s).
-  double slowdown() const { return time_s / alone_s; }
+  /// The GEMM's time beside over its time alone.
+  double slowdown() const { return beside_s / alone_s; }
 };
 
 /**
@@ -117,7 +114,7 @@ struct BesideResult {
  * alone runs at 1.13-1.18 x its rate at 132 CTAs, not the line's 1.25; round 5) and c such that
  * the same engine run with nothing beside takes alone_s (for a grid that starts whole alone:
  * alone_s / ceil(tiles / grid) x r(grid) / r(n), the round-3 rule); a neighbour that moves bytes
- * stretches the GEMM by 1 + kappa u / (1 - u) while it runs (time_s), u = nb.hbm_Bps / HBM, kappa = smshare.hbm_queue_kappa.
+ * stretches the GEMM by 1 + kappa u / (1 - u) while it runs, u = nb.hbm_Bps / HBM, kappa = smshare.hbm_queue_kappa.
  * alone_s in seconds (> 0). Errors: models::ParamError naming the key for tiles, grid or cluster < 1,
  * a block that does not fit an SM ("grid" / "gemm_threads" / "neighbour_threads"), a tile rate
  * r(n) <= 0 for some n <= the SMs ("grid"), a neighbour that moves bytes on a machine without
