@@ -1,22 +1,10 @@
 #!/usr/bin/env python3
-"""Round 8 of issue 19 (calibrate/data/h100/README.md "Round 8"): writes scenarios/h100-sm-sharing-r8.yaml, the GEMM
-beside a copy or compute kernel of B blocks on one H100 at shapes never measured before, and the pre-registered
-predictions of models::gemm_beside with round 7's hand-out (hw::HandOut::static_two_then_counter, the late clusters'
-work ids from hw/h100-1gpu.yaml's table late_cluster_work_ids). Inputs, all one-kernel-alone records of run 21
-(probe_smshare_alone_r8_h100.jsonl, ncu_launchstats_gemm_once_r8_h100.csv): the GEMM's alone time and launch
-statistics, the neighbours' attributes and the copy kernel's bandwidth alone at each B. No case carries a placement,
-a slot count or a coefficient. The grid (fixed before run 21): every candidate whose default plan is persistent
-(tiles > grid), in CAND order, at most 6; B = 4, 12, 24, 40; both neighbours.
-
-  python3 calibrate/data/h100/make_smshare_r8.py            the scenario without measured values
-  python3 calibrate/data/h100/make_smshare_r8.py --predict  the same, then build/fusesim run -> smshare_predictions_r8_h100.json
-  python3 calibrate/data/h100/make_smshare_r8.py --grid     the arguments of device_run_r8.sh measure
-  python3 calibrate/data/h100/make_smshare_r8.py --measured the cases with run 22's beside times and their sources
-Run from anywhere; paths are relative to the repository root.
-"""
+"""Round 8 of issue 19 (calibrate/data/h100/README.md "Round 8"): smshare_rounds.main(8), the one generator of rounds
+7-10 (its docstring says what it writes and reads); round 8's runs, candidates, B and known-miss notes are ROUNDS[8]
+there. Flags: none (the scenario), --predict, --grid, --measured. Run from anywhere."""
 import os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from smshare_rounds import main  # noqa: E402  (the generator of rounds 7-9)
+from smshare_rounds import main  # noqa: E402
 
 main(8)
