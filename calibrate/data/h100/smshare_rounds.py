@@ -57,8 +57,10 @@ NOTES8 = {"r8/2560x3840x8192/copy/B40": KAPPA8.format(s="1.69"), "r8/3328x3072x8
 EDGE10 = ("the model lacks: which of two hand-outs one unit apart the GPU takes at a wave edge. The 15 launches beside the "
           "copy at B = 28 split: min 404.4 us (+1.7% from the prediction 397.6), median 460.8 and max 464.2 (one unit more); "
           "the compute neighbour at the same B has its median in the lower mode (333.4 us, predicted 332.5) and a max of 378.0 "
-          "in the upper. The engine's hand-out is deterministic over equal units; it cannot say which mode units that jitter "
-          "fall into (the two modes are measured; why the copy tips most launches into the upper one is not: this point.s completion times were not recorded)")
+          "in the upper. The engine's hand-out gives the lower mode (six unit times); the upper one is a seventh that no "
+          "hand-out of the engine gives here, and unit-time noise as measured (or ten times it) does not reach it "
+          "(calibrate/data/h100/README.md, the wave edge of round 10); why the copy tips most launches into it is not "
+          "measured: this point's completion times were not recorded")
 NOTES10 = {"r10/3072x3840x8192/copy/B28": EDGE10}
 
 # The rounds: their probe and measuring runs, candidates, B, what the model was, the result keys kept, the notes.
