@@ -399,16 +399,18 @@ struct ClusterRun {
   sim::Timer timer{};
   bool timer_set = false;
 
+  // One unit's time at the current rate (s): the CTAs running and the slow factor in force.
+  double unit_time() const { return k.tile_time_s(running) * factor; }
   void advance() {
     const double now = pool.sim().now();
-    if (running > 0 && now > t_last) V += (now - t_last) / (k.tile_time_s(running) * factor);
+    if (running > 0 && now > t_last) V += (now - t_last) / unit_time();
     t_last = now;
   }
   void reschedule(const std::shared_ptr<ClusterRun>& self) {
     if (timer_set) pool.sim().cancel(timer);
     timer_set = false;
     if (active.empty() || running <= 0) return;
-    const double dt = std::max(0.0, (std::get<0>(active.front()) - V) * k.tile_time_s(running) * factor);
+    const double dt = std::max(0.0, (std::get<0>(active.front()) - V) * unit_time());
     timer = pool.sim().after(dt, [self] { self->complete(self); });
     timer_set = true;
   }
@@ -419,7 +421,7 @@ struct ClusterRun {
     std::vector<std::pair<int, int>> ended;
     // "Done" within the engine's picosecond clock: the timer fires at its time rounded to a picosecond, which can
     // fall a fraction of one short of the unit's end.
-    const double eps = running > 0 ? 1e-12 / (k.tile_time_s(running) * factor) : 0;
+    const double eps = running > 0 ? 1e-12 / unit_time() : 0;
     while (!active.empty() && std::get<0>(active.front()) <= V + eps) {
       ended.emplace_back(std::get<1>(active.front()), std::get<2>(active.front()));
       active.pop_front();

@@ -688,10 +688,10 @@ TEST(SmSharingHbm, ACopyWithoutItsBandwidthNamesTheKey) {
 
 TEST(SmMapRound7, UnitsRunSlowFactorTimesSlowerUntilSlowUntil) {
   // The tiny map (8 SMs, 2 GPCs of 4), grid 8 in clusters of 2, 16 tiles (8 units: 2 per cluster, both static),
-  // 1 us per unit: 2 us alone. Slowed x2 until 1 us: the first unit ends at 2 us (half done at 1 us, then full
-  // speed: 1 + 0.5 = 1.5 us), the second at 2.5 us.
+  // 1 us per unit: 2 us alone. Slowed x2 until 1 us: the first unit is half done at 1 us and ends at 1.5 us at full
+  // speed, the second at 2.5 us.
   const hw::SmMap m = tiny_map();
-  auto run = [&](double factor, double until_s) {
+  auto run = [&](double factor, double until_s, hw::HandOut hand_out = hw::HandOut::static_two_then_counter) {
     sim::Simulation sim;
     hw::GpcPool pool(sim, m);
     hw::PersistentGemm k;
@@ -700,6 +700,7 @@ TEST(SmMapRound7, UnitsRunSlowFactorTimesSlowerUntilSlowUntil) {
     k.cluster = 2;
     k.label = "gemm";
     k.tile_time_s = [](int) { return 1e-6; };
+    k.hand_out = hand_out;
     k.slow_factor = factor;
     k.slow_until_s = until_s;
     double end = -1;
@@ -712,17 +713,7 @@ TEST(SmMapRound7, UnitsRunSlowFactorTimesSlowerUntilSlowUntil) {
   EXPECT_NEAR(run(2, 10e-6), 4.0, 1e-6);  // slowed for the whole run
   EXPECT_NEAR(run(2, std::numeric_limits<double>::infinity()), 4.0, 1e-6);
   EXPECT_THROW(run(0.5, 1e-6), std::invalid_argument);
-  sim::Simulation sim;
-  hw::GpcPool pool(sim, m);
-  hw::PersistentGemm old;
-  old.tiles = 16;
-  old.grid = 8;
-  old.cluster = 2;
-  old.tile_time_s = [](int) { return 1e-6; };
-  old.hand_out = hw::HandOut::reserve_one_after_drain;
-  old.slow_factor = 2;
-  old.slow_until_s = 1e-6;
-  EXPECT_THROW(hw::run_persistent(pool, old, [](int, int, bool) {}), std::invalid_argument);
+  EXPECT_THROW(run(2, 1e-6, hw::HandOut::reserve_one_after_drain), std::invalid_argument);  // the default hand-out only
 }
 
 TEST(SmSharingHbm, AGemmWhoseBlocksFitBesideTheCopyIsStretchedOnlyWhileItRuns) {
