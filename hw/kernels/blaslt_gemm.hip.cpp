@@ -65,15 +65,7 @@ GemmPlan::GemmPlan(hipblasLtHandle_t handle, GemmDtype dtype, int64_t m, int64_t
     PLAN_TRY(hipblasLtMatmulDescSetAttribute(desc_, HIPBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_x_dev,
                                              sizeof scale_x_dev));
   }
-  if (sm_count_target > 0) {
-#if defined(FUSESIM_GPU_HIP)
-    error_ = "sm_count_target: hipBLASLt has no SM-count target attribute";
-    return;
-#else
-    const int32_t sms = sm_count_target;
-    PLAN_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
-#endif
-  }
+  if (sm_count_target > 0 && !set_sm_count_target(sm_count_target)) return;
   // Column-major: A' = W stored k x n (ld k), B' = X stored k x m (ld k), C' = C stored n x m (ld n).
   PLAN_TRY(hipblasLtMatrixLayoutCreate(&a_, in, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
   PLAN_TRY(hipblasLtMatrixLayoutCreate(&b_, in, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
@@ -119,22 +111,26 @@ void GemmPlan::run(const void* x, const void* w, void* c, void* workspace, hipSt
     std::fprintf(stderr, "fusesim: GemmPlan::run on a plan that failed: %s\n", error_.c_str());
     std::exit(1);
   }
+  BLAS_CHECK(matmul(algo_, x, w, c, workspace, stream));
+}
+
+hipblasStatus_t GemmPlan::matmul(size_t i, const void* x, const void* w, void* c, void* workspace, hipStream_t stream) const {
   const float alpha = 1.0f, beta = 0.0f;
-  BLAS_CHECK(hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[algo_].algo,
-                             workspace, ws_bytes_, stream));
+  return hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[i].algo, workspace, ws_bytes_,
+                         stream);
 }
 
 bool GemmPlan::set_sm_count_target(int sms) {
 #if defined(FUSESIM_GPU_HIP)
   (void)sms;
-  error_ = "set_sm_count_target: hipBLASLt has no SM-count target attribute";
+  error_ = "sm_count_target: hipBLASLt has no SM-count target attribute";
   return false;
 #else
   const int32_t v = sms;
-  const cublasStatus_t st = cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &v, sizeof v);
-  if (st != CUBLAS_STATUS_SUCCESS) {
-    error_ = "cublasLtMatmulDescSetAttribute(SM_COUNT_TARGET = " + std::to_string(sms) + ") failed: status " +
-             std::to_string(static_cast<int>(st));
+  const hipblasStatus_t st = cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &v, sizeof v);
+  if (st != HIPBLAS_STATUS_SUCCESS) {
+    error_ = "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET = " + std::to_string(sms) +
+             ") failed: status " + std::to_string(static_cast<int>(st)) + " (" + fusesim_blas_status_string(st) + ")";
     return false;
   }
   return true;
@@ -143,9 +139,7 @@ bool GemmPlan::set_sm_count_target(int sms) {
 
 bool GemmPlan::try_run(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) {
   if (!ok_) return false;
-  const float alpha = 1.0f, beta = 0.0f;
-  const hipblasStatus_t st = hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[algo_].algo,
-                                             workspace, ws_bytes_, stream);
+  const hipblasStatus_t st = matmul(algo_, x, w, c, workspace, stream);
   if (st != HIPBLAS_STATUS_SUCCESS) {
     error_ = "hipblasLtMatmul refused the algorithm in use: status " + std::to_string(static_cast<int>(st)) + " (" +
              fusesim_blas_status_string(st) + ")";
@@ -168,11 +162,9 @@ std::string GemmPlan::algo_fingerprint() const {
 
 bool GemmPlan::select_working_algo(const void* x, const void* w, void* c, void* workspace, hipStream_t stream) {
   if (!ok_) return false;
-  const float alpha = 1.0f, beta = 0.0f;
   std::string tried;
   for (size_t i = 0; i < heur_.size(); ++i) {
-    hipblasStatus_t st = hipblasLtMatmul(handle_, desc_, &alpha, w, a_, x, b_, &beta, c, c_, c, c_, &heur_[i].algo,
-                                         workspace, ws_bytes_, stream);
+    hipblasStatus_t st = matmul(i, x, w, c, workspace, stream);
     if (st == HIPBLAS_STATUS_SUCCESS) {
       GPU_CHECK(hipStreamSynchronize(stream));
       GPU_CHECK(hipGetLastError());

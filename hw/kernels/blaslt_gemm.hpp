@@ -83,6 +83,9 @@ class GemmPlan {
   bool try_run(const void* x, const void* w, void* c, void* workspace, hipStream_t stream);
 
  private:
+  /// One hipblasLtMatmul of C = X·W^T with the heuristic's algorithm i (run, try_run, select_working_algo).
+  hipblasStatus_t matmul(size_t i, const void* x, const void* w, void* c, void* workspace, hipStream_t stream) const;
+
   hipblasLtHandle_t handle_;
   int64_t m_, n_, k_;
   bool ok_ = false;
