@@ -10,9 +10,12 @@ kernel from the round's ncu launch statistics). Writes hw/data/h100-kappa-by-ker
 kernel, kappa, pairs, spread = half the range) and prints the table.
 Run: python3 calibrate/data/h100/fit_kappa_by_kernel.py (from anywhere).
 """
-import csv, io, json, os, statistics, sys
+import json, os, statistics, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from smshare_rounds import nvjet_launches  # noqa: E402  (the ncu reader of the round generator)
+
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 U_MIN = 0.6
 ROUNDS = {  # round: (beside, alone, ncu, the candidate shapes in the probe's order)
@@ -31,11 +34,8 @@ def hbm_GBps():
 
 def kernels(ncu, shapes):
     """shape -> kernel name: the second of the two nvjet launches of each shape (select run, run), in probe order."""
-    txt = "".join(l for l in open(os.path.join(HERE, ncu)) if l.startswith('"'))
-    ks = {}
-    for r in csv.DictReader(io.StringIO(txt)):
-        if "nvjet" in r["Kernel Name"]: ks.setdefault(int(r["ID"]), r["Kernel Name"])
-    names = [ks[i] for i in sorted(ks)]
+    ks = nvjet_launches(os.path.join(HERE, ncu))
+    names = [ks[i]["name"] for i in sorted(ks)]
     if len(names) != 2 * len(shapes): sys.exit(f"{ncu}: {len(names)} nvjet launches for {len(shapes)} shapes")
     return dict(zip(shapes, names[1::2]))
 

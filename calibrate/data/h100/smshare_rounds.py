@@ -98,6 +98,17 @@ ROUNDS = {
 }
 
 
+def nvjet_launches(path):
+    """ID -> {"name", "grid", metric name -> value} of every cuBLASLt nvjet launch in an `ncu --csv --page details` file
+    (its lines before the CSV, ncu's own messages, skipped)."""
+    txt = "".join(l for l in open(path) if l.startswith('"'))
+    ks = {}
+    for r in csv.DictReader(io.StringIO(txt)):
+        if "nvjet" in r["Kernel Name"]:
+            ks.setdefault(int(r["ID"]), {"name": r["Kernel Name"], "grid": r["Grid Size"]})[r["Metric Name"]] = r["Metric Value"]
+    return ks
+
+
 def main(n):
     """Round n's scenario (and, with --predict / --grid / --measured, as the module docstring says)."""
     bad = [a for a in sys.argv[1:] if a not in ("--predict", "--grid", "--measured")]
@@ -113,11 +124,7 @@ def main(n):
     alone = [json.loads(l) for l in open(os.path.join(HERE, ALONE)).read().splitlines()]
     gemm = {(d["m"], d["n"], d["k"]): (i + 1, d) for i, d in enumerate(alone) if d["measure"] == "gemm_alone" and d["sm_target"] == 0}
     nb = {(d["neighbour"], d["blocks"]): (i + 1, d) for i, d in enumerate(alone) if d["measure"] == "neighbour_alone"}
-    txt = "".join(l for l in open(os.path.join(HERE, NCU)) if l.startswith('"'))
-    ks = {}
-    for r in csv.DictReader(io.StringIO(txt)):
-        if "nvjet" in r["Kernel Name"]:
-            ks.setdefault(int(r["ID"]), {"name": r["Kernel Name"], "grid": r["Grid Size"]})[r["Metric Name"]] = r["Metric Value"]
+    ks = nvjet_launches(os.path.join(HERE, NCU))
     ids = sorted(ks)
     if len(ids) != 2 * len(CAND): sys.exit(f"expected {2 * len(CAND)} nvjet launches (select run + run per shape), found {len(ids)}")
     num = lambda s: float(s.replace(",", ""))
