@@ -257,7 +257,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
   if (nb.hbm_Bps > 0) {
     if (r.hbm_queue_kappa < 0)
       throw ParamError("neighbour_alone_GBps",
-                       fmt::format("a neighbour that moves HBM bytes needs smshare.hbm_queue_kappa in {}", m.path));
+                       fmt::format("a neighbour that moves HBM bytes needs smshare.hbm_queue_kappa in {} (or a row of its "
+                                   "table hbm_queue_kappa_by_kernel for the case's kernel)", m.path));
     r.hbm_u = nb.hbm_Bps / h.hbm;
     if (r.hbm_u >= 1)
       throw ParamError("neighbour_alone_GBps", fmt::format("u = {:.3f} of the HBM capacity: expected < 1", r.hbm_u));
@@ -308,8 +309,6 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
     throw;
   }
   const std::string kind = v.name("neighbour");
-  if (kind == "copy" && m.hw.hbm_queue_kappa < 0 && m.kappa_by_kernel.empty())
-    throw ParamError("neighbour", fmt::format("a copy neighbour under the round-3 rule needs smshare.hbm_queue_kappa in {}", hwf.path()));
   GemmOnSms g;
   g.tiles = tiles;
   g.grid = int(v.integer("grid"));

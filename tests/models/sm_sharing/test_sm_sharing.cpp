@@ -734,3 +734,26 @@ TEST(SmSharingHbm, AGemmWhoseBlocksFitBesideTheCopyIsStretchedOnlyWhileItRuns) {
   EXPECT_NEAR(long_copy["predicted_us"].get<double>(), 200 * s, 1e-6);
   EXPECT_NEAR(short_copy["predicted_us"].get<double>(), 100 + (200 - 100 / s), 1e-6);
 }
+
+TEST(SmSharingHbm, ACopyNeedsAMachineOrAKernelCoefficient) {
+  // hw/h100-1gpu.yaml without smshare.hbm_queue_kappa: a copy neighbour runs for a kernel its per-kernel table lists
+  // and is refused, naming both sources of a coefficient, for one it does not.
+  std::string text = test::read_file(test::kRoot + "/hw/h100-1gpu.yaml");
+  const size_t at = text.find("  hbm_queue_kappa: {");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, text.find('\n', at) + 1 - at);
+  for (size_t p; (p = text.find("file: data/")) != std::string::npos;) text.replace(p, 11, "file: " + test::kRoot + "/hw/data/");
+  const hw::Hardware h = models::load_hardware(test::write_tmp("h100-no-kappa.yaml", text));
+  const std::string base = "{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, alone_time_us: 209.792, "
+                           "neighbour: copy, blocks: 40, neighbour_alone_GBps: 2400";
+  EXPECT_GT(models::run_sm_sharing_case(h, YAML::Load(base + ", kernel: nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT}"), nullptr)
+                ["hbm_stretch"].get<double>(), 1.2);
+  try {
+    (void)models::run_sm_sharing_case(h, YAML::Load(base + ", kernel: nvjet_not_listed}"), nullptr);
+    ADD_FAILURE() << "a copy neighbour ran with no HBM coefficient";
+  } catch (const models::ParamError& e) {
+    EXPECT_EQ(e.key(), "neighbour_alone_GBps");
+    EXPECT_NE(std::string(e.what()).find("needs smshare.hbm_queue_kappa"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hbm_queue_kappa_by_kernel"), std::string::npos) << e.what();
+  }
+}
