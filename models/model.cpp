@@ -149,7 +149,9 @@ CaseValues CaseSchema::read(const YAML::Node& params, bool ignore_unknown, bool 
         if (!low && !high) return;
         std::string range = p->expected;
         if (range.empty()) {
-          if (p->min && p->max) range = fmt::format("in {}..{}", number_text(*p->min), number_text(*p->max));
+          if (p->min && p->max)
+            range = p->min_exclusive ? fmt::format("> {} and <= {}", number_text(*p->min), number_text(*p->max))
+                                     : fmt::format("in {}..{}", number_text(*p->min), number_text(*p->max));
           else if (p->min) range = fmt::format("{} {}", p->min_exclusive ? ">" : ">=", number_text(*p->min));
           else range = fmt::format("<= {}", number_text(*p->max));
         }

@@ -297,6 +297,8 @@ BesideResult gemm_beside(const SmShareMachine& m, const GemmOnSms& g, const SmNe
 }
 
 namespace {
+constexpr size_t kMaxKernelNameChars = 4096;
+
 /// Round 3 (see the header): the case's kernels on gemm_beside(), the neighbour for cover x alone_time_us.
 nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::TraceSink* trace, int tiles, double alone) {
   SmShareMachine m;
@@ -314,7 +316,11 @@ nlohmann::json run_round3(const hw::Hardware& hwf, const CaseValues& v, sim::Tra
   g.grid = int(v.integer("grid"));
   g.cluster = int(v.integer("cluster"));
   g.block = {int(v.integer("gemm_threads")), int(v.integer("gemm_regs")), v.number("gemm_smem_bytes")};
-  if (v.given("kernel")) g.kernel = v.name("kernel");
+  if (v.given("kernel")) {
+    g.kernel = v.name("kernel");
+    if (g.kernel.size() > kMaxKernelNameChars)  // ncu's names of templated kernels run to a few thousand characters
+      throw ParamError("kernel", fmt::format("the kernel's name is {} characters long: at most {}", g.kernel.size(), kMaxKernelNameChars));
+  }
   SmNeighbour nb;
   nb.blocks = int(v.integer("blocks"));
   nb.block = {int(v.integer("neighbour_threads")), int(v.integer("neighbour_regs")), v.number("neighbour_smem_bytes")};
@@ -369,6 +375,7 @@ nlohmann::json run_sm_sharing_case(const hw::Hardware& hwf, const YAML::Node& p,
   const int tiles = int(tiles64), real_tiles = int(real64);
   // Every result reports the output tiles ("tiles") and the tiles the scheduler hands out.
   auto finish = [&](nlohmann::json j) {
+    j["params"] = v.to_json();  // as the model ran them (README: every case's "params")
     j["tiles"] = real_tiles;
     j["scheduled_tiles"] = tiles;
     if (shaped) j["cluster_units"] = units;

@@ -757,3 +757,27 @@ TEST(SmSharingHbm, ACopyNeedsAMachineOrAKernelCoefficient) {
     EXPECT_NE(std::string(e.what()).find("hbm_queue_kappa_by_kernel"), std::string::npos) << e.what();
   }
 }
+
+TEST(SmSharingCase, ParamsAreReportedAndBadKernelNamesAndCoversAreRefusedWithTheirBounds) {
+  const hw::Hardware& h = models::load_hardware(test::kRoot + "/hw/h100-1gpu.yaml");
+  const std::string base = "{m: 3328, n: 3072, k: 8192, tile_m: 320, tile_n: 128, grid: 132, cluster: 2, alone_time_us: 209.792, "
+                           "neighbour: compute, blocks: 40";
+  const auto r = models::run_sm_sharing_case(h, YAML::Load(base + "}"), nullptr);
+  ASSERT_TRUE(r.contains("params"));  // every case's "params", as the model ran them (README)
+  EXPECT_EQ(r["params"]["blocks"].get<int>(), 40);
+  EXPECT_EQ(r["params"]["cover"].get<double>(), 20.0);
+  auto error = [&](const std::string& extra) -> std::pair<std::string, std::string> {
+    try {
+      (void)models::run_sm_sharing_case(h, YAML::Load(base + extra + "}"), nullptr);
+    } catch (const models::ParamError& e) {
+      return {e.key(), e.what()};
+    }
+    return {"", "no error"};
+  };
+  const auto [ck, cw] = error(", cover: 0");  // an exclusive lower bound is printed as one
+  EXPECT_EQ(ck, "cover");
+  EXPECT_NE(cw.find("must be > 0 and <= 1000000, got 0"), std::string::npos) << cw;
+  const auto [kk, kw] = error(", kernel: " + std::string(5000, 'x'));
+  EXPECT_EQ(kk, "kernel");
+  EXPECT_NE(kw.find("5000 characters long: at most 4096"), std::string::npos) << kw;
+}
